@@ -1,0 +1,151 @@
+"""Declaring an operation once: route, permission, query schema, response schema, statuses.
+
+:func:`operation` registers a view on a blueprint and records an :class:`Operation`; the same
+record drives request handling (authentication, permission, query validation, serialization)
+and the OpenAPI document (``openapi.py``), so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlite_utils
+from flask import Blueprint, Flask, Response, current_app, g, request
+from marshmallow import Schema, ValidationError
+
+from . import auth
+from .errors import BadDataError
+from .fields import validation_messages
+from .jsonio import json_response
+from .store import db as store_db
+
+#: Status -> description of every error an operation may answer, for the OpenAPI document.
+ERROR_DESCRIPTIONS = {
+    400: "A query parameter is malformed or out of range (BadDataError).",
+    401: "No valid API token in the Authorization header (AuthenticationRequired).",
+    403: "The token's user lacks the permission; the message names it (NoAccessError).",
+    404: "The resource does not exist (NotFoundError).",
+    429: "Too many failed authentications from this address (TooManyRequestsError).",
+}
+
+
+@dataclass
+class Operation:
+    """One operation of the API as declared by :func:`operation`."""
+
+    endpoint: str
+    rule: str
+    method: str
+    section: str
+    summary: str
+    description: str
+    response_schema: Schema | None
+    query_schema: Schema | None = None
+    permission: str | None = auth.ANY
+    statuses: tuple[int, ...] = (401,)
+    deprecated: bool = False
+    tag: str = "admin"
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+
+#: Every operation declared so far, in declaration order.
+OPERATIONS: list[Operation] = []
+
+
+def database() -> sqlite_utils.Database:
+    """Return this request's database connection, opened on first use, closed at teardown."""
+    if "db" not in g:
+        g.db = store_db.connect(current_app.config["DATABASE"])
+    return g.db
+
+
+def close_database(exc: BaseException | None = None) -> None:
+    """Close the request's connection, if one was opened."""
+    db = g.pop("db", None)
+    if db is not None:
+        db.close()
+
+
+def parse_query(schema: Schema) -> dict[str, Any]:
+    """Load the query string with ``schema``.
+
+    :raise BadDataError: a parameter is repeated, unknown, malformed or out of range; the
+        details name each parameter.
+    """
+    repeated = [name for name in request.args if len(request.args.getlist(name)) > 1]
+    if repeated:
+        raise BadDataError(
+            f"Query parameter {repeated[0]} is given more than once; give it once.",
+            details=[f"{name}: given more than once" for name in repeated],
+        )
+    try:
+        return schema.load(request.args.to_dict())
+    except ValidationError as exc:
+        details = validation_messages(exc)
+        raise BadDataError("Invalid query parameters: " + "; ".join(details), details=details) from exc
+
+
+def operation(
+    blueprint: Blueprint,
+    rule: str,
+    *,
+    method: str = "GET",
+    section: str,
+    summary: str,
+    response: Schema | None,
+    query: Schema | None = None,
+    permission: str | None = auth.ANY,
+    statuses: tuple[int, ...] = (401,),
+    deprecated: bool = False,
+    response_headers: dict[str, str] | None = None,
+) -> Callable:
+    """Register the decorated view as an operation of spec section ``section``.
+
+    The view is called as ``view(caller, db, **path_args, **query_args)`` after the caller is
+    authenticated (401) and holds ``permission`` (403) and the query string has loaded with
+    ``query`` (400). It returns data, which is dumped with ``response`` into a 200 JSON
+    response, or a ready :class:`flask.Response`. ``statuses`` lists the error statuses the
+    operation can answer, for the OpenAPI document.
+    """
+
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def endpoint(**path_args: Any) -> Response:
+            db = database()
+            caller = auth.authenticate(db)
+            auth.require(caller, permission)
+            args = parse_query(query) if query is not None else {}
+            result = view(caller, db, **path_args, **args)
+            if not isinstance(result, Response):
+                result = json_response(response.dump(result) if response is not None else result)
+            result.headers.update(response_headers or {})
+            return result
+
+        blueprint.add_url_rule(rule, view_func=endpoint, methods=[method])
+        OPERATIONS.append(
+            Operation(
+                endpoint=f"{blueprint.name}.{view.__name__}",
+                rule=(blueprint.url_prefix or "") + rule,
+                method=method,
+                section=section,
+                summary=summary,
+                description=(view.__doc__ or "").strip(),
+                response_schema=response,
+                query_schema=query,
+                permission=permission,
+                statuses=statuses,
+                deprecated=deprecated,
+                response_headers=dict(response_headers or {}),
+            )
+        )
+        return endpoint
+
+    return decorator
+
+
+def init_app(app: Flask) -> None:
+    """Close each request's database connection at teardown."""
+    app.teardown_appcontext(close_database)

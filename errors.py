@@ -1,0 +1,173 @@
+"""The one error envelope of flagadmin (spec 2.8, 7) and the handlers that produce it.
+
+Every error response is ``{"id": <UUID>, "name": <kind>, "message": <what to do>}``; 400
+responses add ``"details": [{"message": ...}]``, one entry per problem. Handlers turn Werkzeug's
+HTTP exceptions (unknown path, wrong method, body too large) and unexpected failures into the
+same envelope, so no request ever gets an HTML page or a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from flask import Flask, Response, request
+from marshmallow import Schema, fields
+from werkzeug.exceptions import HTTPException
+
+from .jsonio import json_response
+
+log = logging.getLogger("flagadmin")
+
+#: Error name per HTTP status for errors raised outside flagadmin's own code.
+NAMES = {
+    400: "BadDataError",
+    401: "AuthenticationRequired",
+    403: "NoAccessError",
+    404: "NotFoundError",
+    405: "MethodNotAllowedError",
+    406: "NotAcceptableError",
+    413: "ContentTooLargeError",
+    414: "URITooLongError",
+    415: "UnsupportedMediaTypeError",
+    429: "TooManyRequestsError",
+    431: "RequestHeaderFieldsTooLargeError",
+    500: "InternalError",
+    503: "ServiceUnavailableError",
+}
+
+
+class APIError(Exception):
+    """An error answered with the envelope: ``status`` (int), ``name`` (str), a message.
+
+    ``details`` is a list of messages (400 only); ``headers`` extra response headers.
+    """
+
+    status = 500
+    name = "InternalError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: list[str] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        self.headers = headers or {}
+
+
+class BadDataError(APIError):
+    """400: a parameter is malformed or out of range (spec 7 leaves 400 open)."""
+
+    status, name = 400, "BadDataError"
+
+
+class AuthenticationRequired(APIError):
+    """401: no valid API token in the Authorization header (spec 5.2)."""
+
+    status, name = 401, "AuthenticationRequired"
+
+
+class NoAccessError(APIError):
+    """403: a valid token whose user lacks the permission (spec 5.3)."""
+
+    status, name = 403, "NoAccessError"
+
+
+class NotFoundError(APIError):
+    """404: the requested resource does not exist (spec 7)."""
+
+    status, name = 404, "NotFoundError"
+
+
+class TooManyRequestsError(APIError):
+    """429: too many failed authentications from one client address."""
+
+    status, name = 429, "TooManyRequestsError"
+
+
+class ServiceUnavailableError(APIError):
+    """503: the database cannot be read."""
+
+    status, name = 503, "ServiceUnavailableError"
+
+
+def error_body(status: int, name: str, message: str, details: list[str] | None = None) -> dict:
+    """Return the envelope as a dict; 400s always carry ``details``."""
+    body = {"id": str(uuid.uuid4()), "name": name, "message": message}
+    if status == 400:
+        body["details"] = [{"message": m} for m in (details or [message])]
+    return body
+
+
+def error_response(
+    status: int,
+    name: str,
+    message: str,
+    details: list[str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """Return the envelope as a JSON response with ``status``."""
+    response = json_response(error_body(status, name, message, details), status)
+    response.headers.update(headers or {})
+    return response
+
+
+def _handle_api_error(exc: APIError) -> Response:
+    return error_response(exc.status, exc.name, exc.message, exc.details, exc.headers)
+
+
+def _handle_http_exception(exc: HTTPException) -> Response:
+    status = exc.code or 500
+    if status == 404:
+        message = f"The path {request.path} does not exist. The API is described at /docs/openapi.json."
+    elif status == 405:
+        allowed = exc.valid_methods or []
+        message = f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}."
+    elif status == 413:
+        message = "The request body is too large: this operation takes no body."
+    else:
+        message = exc.description or exc.name
+    response = error_response(status, NAMES.get(status, exc.name.replace(" ", "") + "Error"), message)
+    allow = dict(exc.get_headers()).get("Allow")
+    if allow:
+        response.headers["Allow"] = allow
+    return response
+
+
+def _handle_unexpected(exc: Exception) -> Response:
+    log.exception("unexpected failure on %s %s", request.method, request.path)
+    return error_response(
+        500,
+        "InternalError",
+        "The server failed to answer this request. The failure was logged; retry later.",
+    )
+
+
+def register(app: Flask) -> None:
+    """Install the envelope for every error on ``app``."""
+    app.register_error_handler(APIError, _handle_api_error)
+    app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(Exception, _handle_unexpected)
+
+
+class ErrorDetailSchema(Schema):
+    """One problem of a 400 answer."""
+
+    message = fields.String(required=True)
+
+
+class ErrorSchema(Schema):
+    """The error record of every non-2xx answer (spec 2.8)."""
+
+    id = fields.String(
+        required=True, metadata={"format": "uuid", "description": "Id of this error instance."}
+    )
+    name = fields.String(required=True, metadata={"description": "Name of the error kind."})
+    message = fields.String(required=True, metadata={"description": "What went wrong and what to do."})
+    details = fields.List(
+        fields.Nested(ErrorDetailSchema), metadata={"description": "One entry per problem (400 only)."}
+    )

@@ -1,0 +1,259 @@
+"""Seed documents: their format, validated with marshmallow, and how they are loaded.
+
+A seed document is one JSON object whose keys are all optional: ``users``, ``projects``,
+``features``, ``favorites``, ``integrations``, ``integrationEvents`` (field names are the API's
+camelCase names; the README documents the format). :func:`load_files` validates every
+document of one call and writes all of them in one transaction, or refuses and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+import sqlite_utils
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from .blueprints.integration_events import STATES, EventSchema
+from .fields import Timestamp, validation_messages
+from .store import seed as store_seed
+from .store.db import immediate
+
+FEATURE_TYPES = ("release", "experiment", "operational", "kill-switch", "permission")
+ROOT_ROLES = ("Admin", "Editor", "Viewer")
+_ID = validate.Range(min=1, max=2**63 - 1)
+_TEXT = validate.Length(min=1)
+
+
+class SeedError(ValueError):
+    """A seed load was refused; ``problems`` lists each as ``file: record: field: message``."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _event(value: dict) -> None:
+    errors = EventSchema().validate(value)
+    if errors:
+        raise ValidationError(errors)
+
+
+class UserSeed(Schema):
+    id = fields.Integer(required=True, strict=True, validate=_ID)
+    username = fields.String(required=True, validate=_TEXT)
+    name = fields.String(allow_none=True)
+    email = fields.String(allow_none=True)
+    imageUrl = fields.String(allow_none=True)
+    rootRole = fields.String(required=True, validate=validate.OneOf(ROOT_ROLES))
+
+
+class MemberSeed(Schema):
+    userId = fields.Integer(required=True, strict=True, validate=_ID)
+    role = fields.String(required=True, validate=_TEXT)
+
+
+class ProjectSeed(Schema):
+    id = fields.String(required=True, validate=_TEXT)
+    name = fields.String(required=True, validate=_TEXT)
+    description = fields.String(allow_none=True)
+    members = fields.List(fields.Nested(MemberSeed), load_default=list)
+
+
+class EnvironmentSeed(Schema):
+    name = fields.String(required=True, validate=_TEXT)
+    enabled = fields.Boolean(load_default=False)
+    lastSeenAt = Timestamp(allow_none=True, load_default=None)
+
+
+class FeatureSeed(Schema):
+    name = fields.String(required=True, validate=_TEXT)
+    project = fields.String(required=True, validate=_TEXT)
+    type = fields.String(required=True, validate=validate.OneOf(FEATURE_TYPES))
+    description = fields.String(allow_none=True, load_default=None)
+    stale = fields.Boolean(load_default=False)
+    impressionData = fields.Boolean(load_default=False)
+    createdAt = Timestamp(required=True)
+    createdByUserId = fields.Integer(strict=True, allow_none=True, load_default=None, validate=_ID)
+    archivedAt = Timestamp(allow_none=True, load_default=None)
+    lastSeenAt = Timestamp(allow_none=True, load_default=None)
+    environments = fields.List(fields.Nested(EnvironmentSeed), load_default=list)
+
+    @validates_schema
+    def _archived_after_created(self, data: dict, **kwargs: Any) -> None:
+        if data.get("archivedAt") and data["archivedAt"] < data["createdAt"]:
+            raise ValidationError("must not be earlier than createdAt", "archivedAt")
+
+
+class FavoriteSeed(Schema):
+    userId = fields.Integer(required=True, strict=True, validate=_ID)
+    feature = fields.String(required=True, validate=_TEXT)
+
+
+class IntegrationSeed(Schema):
+    id = fields.Integer(required=True, strict=True, validate=_ID)
+    provider = fields.String(required=True, validate=_TEXT)
+    description = fields.String(allow_none=True, load_default=None)
+    enabled = fields.Boolean(load_default=True)
+    events = fields.List(fields.String(), load_default=list)
+    projects = fields.List(fields.String(), load_default=list)
+    environments = fields.List(fields.String(), load_default=list)
+    parameters = fields.Dict(load_default=dict)
+
+
+class IntegrationEventSeed(Schema):
+    integrationId = fields.Integer(required=True, strict=True, validate=_ID)
+    createdAt = Timestamp(required=True)
+    state = fields.String(required=True, validate=validate.OneOf(STATES))
+    stateDetails = fields.String(required=True)
+    event = fields.Dict(required=True, validate=_event)
+    details = fields.Dict(required=True)
+
+
+class SeedDocument(Schema):
+    """One seed document; an unknown key outside the free-form objects is refused."""
+
+    users = fields.List(fields.Nested(UserSeed), load_default=list)
+    projects = fields.List(fields.Nested(ProjectSeed), load_default=list)
+    features = fields.List(fields.Nested(FeatureSeed), load_default=list)
+    favorites = fields.List(fields.Nested(FavoriteSeed), load_default=list)
+    integrations = fields.List(fields.Nested(IntegrationSeed), load_default=list)
+    integrationEvents = fields.List(fields.Nested(IntegrationEventSeed), load_default=list)
+
+
+@dataclass
+class Loaded:
+    """A validated document and where it came from."""
+
+    source: str
+    data: dict[str, list[dict[str, Any]]]
+
+
+def demo_files() -> list[Path]:
+    """Return the files of the demo dataset shipped in the package's ``seed/`` folder."""
+    folder = resources.files("flagadmin").joinpath("seed")
+    return sorted(Path(str(folder)).glob("*.json"))
+
+
+def expand(paths: Iterable[str | Path]) -> list[Path]:
+    """Turn files and folders (their ``*.json``, sorted) into a list of files."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        out.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
+    return out
+
+
+def parse(path: Path) -> Loaded:
+    """Read and validate one seed file.
+
+    :raise SeedError: unreadable, not JSON, or not of the seed format; messages name the file,
+        the record (``users[3]``) and the field.
+    """
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise SeedError([f"{path}: cannot read: {exc.strerror}"]) from exc
+    except orjson.JSONDecodeError as exc:
+        raise SeedError([f"{path}: not JSON: {exc}"]) from exc
+    if not isinstance(raw, dict):
+        raise SeedError([f"{path}: a seed document is a JSON object of lists"])
+    try:
+        return Loaded(str(path), SeedDocument().load(raw))
+    except ValidationError as exc:
+        problems = [_record_path(raw, m) for m in validation_messages(exc)]
+        raise SeedError([f"{path}: {p}" for p in problems]) from exc
+
+
+def _record_path(raw: dict, message: str) -> str:
+    """Turn ``users.3.rootRole: ...`` into ``users[3] (id 4): rootRole: ...``."""
+    head, _, rest = message.partition(": ")
+    parts = head.split(".")
+    if len(parts) >= 2 and parts[1].isdigit():
+        key, index = parts[0], int(parts[1])
+        record = f"{key}[{index}]"
+        item = raw.get(key, [])[index] if isinstance(raw.get(key), list) else None
+        if isinstance(item, dict):
+            for ident in ("id", "name", "username"):
+                if isinstance(item.get(ident), (str, int)):
+                    record += f" ({ident} {item[ident]!r})"
+                    break
+        field = ".".join(parts[2:])
+        return f"{record}: {field}: {rest}" if field else f"{record}: {rest}"
+    return message
+
+
+def check_references(db: sqlite_utils.Database, documents: list[Loaded]) -> list[str]:
+    """Return the duplicate ids and dangling references across ``documents`` and the database."""
+    existing = store_seed.existing_keys(db)
+    problems: list[str] = []
+    seen: dict[str, dict[Any, str]] = {kind: {} for kind in existing}
+
+    def claim(kind: str, key: Any, where: str, label: str) -> None:
+        if key in existing[kind]:
+            problems.append(f"{where}: {label} {key!r} already exists in the database")
+        elif key in seen[kind]:
+            problems.append(f"{where}: duplicate {label} {key!r} (first in {seen[kind][key]})")
+        else:
+            seen[kind][key] = where
+
+    def refer(kind: str, key: Any, where: str, label: str) -> None:
+        if key is not None and key not in existing[kind] and key not in seen[kind]:
+            problems.append(f"{where}: {label} {key!r} names no {kind[:-1]}")
+
+    for doc in documents:
+        for i, u in enumerate(doc.data["users"]):
+            claim("users", u["id"], f"{doc.source}: users[{i}]", "id")
+            claim("usernames", u["username"], f"{doc.source}: users[{i}]", "username")
+        for i, p in enumerate(doc.data["projects"]):
+            claim("projects", p["id"], f"{doc.source}: projects[{i}]", "id")
+        for i, f in enumerate(doc.data["features"]):
+            claim("features", f["name"], f"{doc.source}: features[{i}]", "name")
+        for i, n in enumerate(doc.data["integrations"]):
+            claim("integrations", n["id"], f"{doc.source}: integrations[{i}]", "id")
+    for doc in documents:
+        for i, p in enumerate(doc.data["projects"]):
+            for j, m in enumerate(p["members"]):
+                refer("users", m["userId"], f"{doc.source}: projects[{i}].members[{j}]: userId", "user")
+        for i, f in enumerate(doc.data["features"]):
+            where = f"{doc.source}: features[{i}] (name {f['name']!r})"
+            refer("projects", f["project"], f"{where}: project", "project")
+            refer("users", f["createdByUserId"], f"{where}: createdByUserId", "user")
+        for i, fav in enumerate(doc.data["favorites"]):
+            where = f"{doc.source}: favorites[{i}]"
+            refer("users", fav["userId"], f"{where}: userId", "user")
+            refer("features", fav["feature"], f"{where}: feature", "feature")
+            claim("favorites", (fav["userId"], fav["feature"]), where, "favorite")
+        for i, e in enumerate(doc.data["integrationEvents"]):
+            refer(
+                "integrations",
+                e["integrationId"],
+                f"{doc.source}: integrationEvents[{i}]: integrationId",
+                "integration",
+            )
+    return problems
+
+
+def load_files(db: sqlite_utils.Database, paths: Iterable[str | Path]) -> dict[str, int]:
+    """Validate and load seed files in one transaction; return the count of records per key.
+
+    :raise SeedError: any document is invalid; nothing was written.
+    """
+    documents: list[Loaded] = []
+    problems: list[str] = []
+    for path in expand(paths):
+        try:
+            documents.append(parse(path))
+        except SeedError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SeedError(problems)
+    # The check and the writes share one write transaction, so nothing can slip in between.
+    with immediate(db):
+        problems = check_references(db, documents)
+        if problems:
+            raise SeedError(problems)
+        return store_seed.insert_documents(db, [d.data for d in documents])

@@ -1,0 +1,95 @@
+"""The personal dashboard (spec 4.2): four queries whatever the size of the data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlite_utils
+
+from ..timestamps import now_rfc3339
+from .visibility import visible
+
+
+def flags(db: sqlite_utils.Database, user_id: int) -> list[dict[str, Any]]:
+    """Live flags the user created or favorited, each once, newest created first.
+
+    Items: ``{"name": str, "project": str, "type": str}``.
+    """
+    rows = db.execute(
+        "SELECT name, project_id, type FROM features"
+        " WHERE archived_at IS NULL AND name IN ("
+        "   SELECT name FROM features WHERE created_by_user_id = :user_id"
+        "   UNION SELECT feature_name FROM favorite_features WHERE user_id = :user_id)"
+        " ORDER BY created_at DESC, name",
+        {"user_id": user_id},
+    ).fetchall()
+    return [{"name": r[0], "project": r[1], "type": r[2]} for r in rows]
+
+
+def projects(db: sqlite_utils.Database, user_id: int) -> list[dict[str, Any]]:
+    """Projects where the user has any role, by name, with their counts and health.
+
+    Items: ``{"id", "name", "memberCount", "featureCount", "health"}``. ``memberCount``
+    counts distinct users with a role; ``featureCount`` live flags; ``health`` is 100 minus
+    the percentage (rounded half up) of live flags that are stale or potentially stale (at
+    least their type's lifetime old), 100 for a project without flags.
+    """
+    rows = db.execute(
+        "WITH mine AS (SELECT DISTINCT project_id AS id FROM project_members WHERE user_id = :user_id),"
+        " members AS (SELECT project_id, count(DISTINCT user_id) AS n FROM project_members"
+        "   WHERE project_id IN (SELECT id FROM mine) GROUP BY project_id),"
+        " live AS (SELECT f.project_id, count(*) AS n,"
+        "   sum(f.stale OR (t.lifetime_days IS NOT NULL"
+        "       AND julianday(:now) - julianday(f.created_at) >= t.lifetime_days)) AS unhealthy"
+        "   FROM features f JOIN feature_types t ON t.name = f.type"
+        "   WHERE f.archived_at IS NULL AND f.project_id IN (SELECT id FROM mine)"
+        "   GROUP BY f.project_id)"
+        " SELECT p.id, p.name, coalesce(members.n, 0), coalesce(live.n, 0), coalesce(live.unhealthy, 0)"
+        " FROM projects p JOIN mine ON mine.id = p.id"
+        " LEFT JOIN members ON members.project_id = p.id"
+        " LEFT JOIN live ON live.project_id = p.id"
+        " ORDER BY p.name, p.id",
+        {"user_id": user_id, "now": now_rfc3339()},
+    ).fetchall()
+    return [
+        {
+            "id": r[0],
+            "name": r[1],
+            "memberCount": r[2],
+            "featureCount": r[3],
+            "health": health(r[3], r[4]),
+        }
+        for r in rows
+    ]
+
+
+def health(live_flags: int, unhealthy_flags: int) -> int:
+    """Return 100 minus the percentage of unhealthy flags, rounded half up; 100 without flags."""
+    if live_flags == 0:
+        return 100
+    return 100 - (200 * unhealthy_flags + live_flags) // (2 * live_flags)
+
+
+def admins(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Users whose root role is Admin, by id: ``{"id", "name", "username", "imageUrl", "email"}``."""
+    rows = db.execute(
+        "SELECT id, name, username, image_url, email FROM users WHERE root_role = 'Admin' ORDER BY id"
+    ).fetchall()
+    return [{"id": r[0], "name": r[1], "username": r[2], "imageUrl": r[3], "email": r[4]} for r in rows]
+
+
+def project_owners(db: sqlite_utils.Database, user_id: int, sees_all: bool) -> list[dict[str, Any]]:
+    """Owners of the projects the caller sees, each once, by displayed name.
+
+    Items: ``{"ownerType": "user", "name": str, "imageUrl": str|None, "email": str|None}``;
+    ``name`` falls back to the username, then the email.
+    """
+    rows = db.execute(
+        "SELECT coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS shown,"
+        " u.image_url, u.email FROM users u"
+        " WHERE u.id IN (SELECT user_id FROM project_members"
+        f"   WHERE role = 'Owner' AND {visible('project_id')})"
+        " ORDER BY shown, u.id",
+        {"user_id": user_id, "sees_all": int(sees_all)},
+    ).fetchall()
+    return [{"ownerType": "user", "name": r[0], "imageUrl": r[1], "email": r[2]} for r in rows]

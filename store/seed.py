@@ -1,0 +1,152 @@
+"""Writing validated seed documents (see ``seed_documents.py``) into the database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import sqlite_utils
+
+
+def existing_keys(db: sqlite_utils.Database) -> dict[str, set]:
+    """Return the keys already stored, per kind: users, usernames, projects, features,
+    integrations, favorites."""
+
+    def column(sql: str) -> set:
+        return {row[0] for row in db.execute(sql).fetchall()}
+
+    return {
+        "users": column("SELECT id FROM users"),
+        "usernames": column("SELECT username FROM users"),
+        "projects": column("SELECT id FROM projects"),
+        "features": column("SELECT name FROM features"),
+        "integrations": column("SELECT id FROM integrations"),
+        "favorites": {tuple(r) for r in db.execute("SELECT user_id, feature_name FROM favorite_features")},
+    }
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def insert_documents(db: sqlite_utils.Database, documents: list[dict[str, list[dict]]]) -> dict[str, int]:
+    """Insert validated documents, in order; call inside a transaction.
+
+    Integration events get ids in load order, and each integration's ``seq`` continues from
+    its highest stored one. Returns the number of records written per document key.
+    """
+    counts = dict.fromkeys(
+        ("users", "projects", "features", "favorites", "integrations", "integrationEvents"), 0
+    )
+    for doc in documents:
+        db.conn.executemany(
+            "INSERT INTO users (id, username, name, email, image_url, root_role) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (u["id"], u["username"], u.get("name"), u.get("email"), u.get("imageUrl"), u["rootRole"])
+                for u in doc["users"]
+            ],
+        )
+        db.conn.executemany(
+            "INSERT INTO projects (id, name, description) VALUES (?, ?, ?)",
+            [(p["id"], p["name"], p.get("description")) for p in doc["projects"]],
+        )
+        db.conn.executemany(
+            "INSERT OR IGNORE INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)",
+            [(p["id"], m["userId"], m["role"]) for p in doc["projects"] for m in p["members"]],
+        )
+        db.conn.executemany(
+            "INSERT INTO features (name, project_id, type, description, stale, impression_data,"
+            " created_at, created_by_user_id, archived_at, last_seen_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    f["name"],
+                    f["project"],
+                    f["type"],
+                    f["description"] or None,
+                    int(f["stale"]),
+                    int(f["impressionData"]),
+                    f["createdAt"],
+                    f["createdByUserId"],
+                    f["archivedAt"],
+                    f["lastSeenAt"],
+                )
+                for f in doc["features"]
+            ],
+        )
+        db.conn.executemany(
+            "INSERT OR REPLACE INTO feature_environments (feature_name, name, enabled, last_seen_at)"
+            " VALUES (?, ?, ?, ?)",
+            [
+                (f["name"], e["name"], int(e["enabled"]), e["lastSeenAt"])
+                for f in doc["features"]
+                for e in f["environments"]
+            ],
+        )
+        db.conn.executemany(
+            "INSERT INTO favorite_features (user_id, feature_name) VALUES (?, ?)",
+            [(f["userId"], f["feature"]) for f in doc["favorites"]],
+        )
+        db.conn.executemany(
+            "INSERT INTO integrations (id, provider, description, enabled, events, projects,"
+            " environments, parameters) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    n["id"],
+                    n["provider"],
+                    n["description"],
+                    int(n["enabled"]),
+                    _json(n["events"]),
+                    _json(n["projects"]),
+                    _json(n["environments"]),
+                    _json(n["parameters"]),
+                )
+                for n in doc["integrations"]
+            ],
+        )
+        insert_integration_events(db, doc["integrationEvents"])
+        for key in counts:
+            counts[key] += len(doc[key])
+    return counts
+
+
+def insert_integration_events(db: sqlite_utils.Database, events: list[dict[str, Any]]) -> None:
+    """Append integration events in the given order (oldest first); call inside a transaction.
+
+    Items: ``{integrationId, createdAt, state, stateDetails, event (dict), details (dict)}``.
+    """
+    next_seq: dict[int, int] = {}
+    rows = []
+    for e in events:
+        integration = e["integrationId"]
+        if integration not in next_seq:
+            top = db.execute(
+                "SELECT max(seq) FROM integration_events WHERE integration_id = ?", [integration]
+            ).fetchone()[0]
+            next_seq[integration] = (top or 0) + 1
+        rows.append(
+            (
+                integration,
+                next_seq[integration],
+                e["createdAt"],
+                e["state"],
+                e["stateDetails"],
+                _json(e["event"]),
+                _json(e["details"]),
+            )
+        )
+        next_seq[integration] += 1
+    db.conn.executemany(
+        "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details,"
+        " event, details) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def is_empty(db: sqlite_utils.Database) -> bool:
+    """Return True when no user, project, flag or integration is stored yet."""
+    row = db.execute(
+        "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM projects)"
+        " + (SELECT count(*) FROM features) + (SELECT count(*) FROM integrations)"
+    ).fetchone()
+    return row[0] == 0
