@@ -1,0 +1,72 @@
+"""Spec 5: the Authorization header, token kinds and permissions."""
+
+from __future__ import annotations
+
+import pytest
+
+from flagadmin.store import tokens
+from flagadmin.timestamps import now_rfc3339
+
+from helpers import auth
+
+UI = "/api/admin/ui-config"
+
+
+def test_token__raw_or_bearer__both_accepted(client, admin_token):
+    assert client.get(UI, headers=auth(admin_token)).status_code == 200
+    assert client.get(UI, headers=auth(f"Bearer {admin_token}")).status_code == 200
+    assert client.get(UI, headers=auth(f"bearer   {admin_token}")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "hint"),
+    [
+        (None, "no Authorization header"),
+        ("", "no Authorization header"),
+        ("Bearer", "no token"),
+        ("Bearer ", "no token"),
+        ("*:*.unknown", "unknown"),
+        ("user:" + "0" * 56, "unknown"),
+        ("Bearer a b", "exactly one token"),
+        ("a b", "exactly one token"),
+        ("x" * 100_000, "not a valid API token"),
+    ],
+)
+def test_token__missing_or_invalid__401_saying_what_to_do(client, assert_valid, header, hint):
+    headers = {} if header is None else {"Authorization": header}
+    response = client.get(UI, headers=headers)
+    assert response.status_code == 401
+    body = response.get_json()
+    assert body["name"] == "AuthenticationRequired"
+    assert hint in body["message"]
+    assert "flagadmin create-token" in body["message"]
+
+
+def test_token__formats__admin_and_personal(admin_token, alice):
+    assert admin_token.startswith("*:*.") and len(admin_token) == 4 + 64
+    assert alice.startswith("user:") and len(alice) == 5 + 56
+
+
+def test_token__stored_only_as_digest(db, admin_token, alice):
+    dump = "\n".join(db.conn.iterdump())
+    assert admin_token not in dump and alice not in dump
+    assert tokens.digest(admin_token) in dump
+
+
+def test_token__expired__401(client, make_token):
+    token = make_token("admin", expires_at=now_rfc3339())
+    assert client.get(UI, headers=auth(token)).status_code == 401
+
+
+def test_token__revoked__401(client, db, admin_token):
+    db.execute("UPDATE api_tokens SET revoked_at = ?", [now_rfc3339()])
+    db.conn.commit()
+    assert client.get(UI, headers=auth(admin_token)).status_code == 401
+
+
+def test_token__use__recorded_as_last_used(client, db, alice):
+    client.get(UI, headers=auth(alice))
+    row = db.execute(
+        "SELECT last_used_at FROM api_tokens WHERE digest = ?", [tokens.digest(alice)]
+    ).fetchone()
+    assert row[0] is not None

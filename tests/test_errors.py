@@ -1,0 +1,70 @@
+"""Spec 7: one JSON error envelope for every status; no request gets a 500 page."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from flask import Blueprint
+
+from flagadmin.app import create_app
+
+from helpers import auth
+
+
+def assert_envelope(response, status: int, name: str) -> dict:
+    assert response.status_code == status
+    assert response.mimetype == "application/json"
+    body = response.get_json()
+    assert body["name"] == name
+    uuid.UUID(body["id"])
+    assert body["message"]
+    assert ("details" in body) == (status == 400)
+    return body
+
+
+@pytest.mark.parametrize("path", ["/api/admin/does-not-exist", "/api/nothing", "/", "/api/admin/addons/1"])
+def test_unknown_path__json_404(client, admin_token, path):
+    body = assert_envelope(client.get(path, headers=auth(admin_token)), 404, "NotFoundError")
+    assert path in body["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("POST", "/api/admin/addons/1/events", "GET"),
+        ("DELETE", "/api/admin/ui-config", "GET"),
+        ("GET", "/api/admin/scim-settings/generate-new-token", "POST"),
+        ("PUT", "/api/admin/personal-dashboard", "GET"),
+    ],
+)
+def test_wrong_method__405_with_allow(client, admin_token, method, path, allowed):
+    response = client.open(path, method=method, headers=auth(admin_token))
+    assert_envelope(response, 405, "MethodNotAllowedError")
+    assert allowed in response.headers["Allow"]
+
+
+def test_huge_body__413(client, admin_token):
+    response = client.post(
+        "/api/admin/scim-settings/generate-new-token", headers=auth(admin_token), data=b"x" * (1024 * 1024)
+    )
+    assert_envelope(response, 413, "ContentTooLargeError")
+
+
+def test_unexpected_failure__json_500_without_traceback(db_path):
+    # Given: an app with a route that fails
+    app = create_app({"DATABASE": str(db_path)})
+    broken = Blueprint("broken", __name__)
+
+    @broken.get("/api/broken")
+    def fail():
+        raise RuntimeError("secret internals")
+
+    app.register_blueprint(broken)
+    # When
+    response = app.test_client().get("/api/broken")
+    # Then
+    body = assert_envelope(response, 500, "InternalError")
+    assert "secret internals" not in response.get_data(as_text=True)
+    assert "Traceback" not in response.get_data(as_text=True)
+    assert "retry" in body["message"]

@@ -1,0 +1,129 @@
+"""Spec 4.1: GET /api/admin/addons/{id}/events."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import auth
+
+PATH = "/api/admin/addons/{id}/events"
+
+
+def events(client, token, query="", integration=1):
+    return client.get(f"/api/admin/addons/{integration}/events{query}", headers=auth(token))
+
+
+def test_events__default_page__fifty_newest_first(client, admin_token, assert_valid):
+    # When
+    response = events(client, admin_token)
+    # Then
+    assert response.status_code == 200
+    assert_valid(response, PATH)
+    items = response.get_json()["integrationEvents"]
+    assert len(items) == 50
+    ids = [int(item["id"]) for item in items]
+    assert ids == sorted(ids, reverse=True)
+    assert {item["integrationId"] for item in items} == {1}
+    assert all(isinstance(item["id"], str) and item["id"].isdigit() for item in items)
+
+
+def test_events__limit_and_offset__pages_tile_the_whole_log(client, admin_token):
+    # Given: the whole log of integration 1 (79 events in the demo dataset)
+    whole = events(client, admin_token, "?limit=1000").get_json()["integrationEvents"]
+    assert len(whole) == 79
+    # When: read in pages of 30
+    pages = [
+        events(client, admin_token, f"?limit=30&offset={offset}").get_json()["integrationEvents"]
+        for offset in (0, 30, 60, 90)
+    ]
+    # Then
+    assert [len(p) for p in pages] == [30, 30, 19, 0]
+    assert [e["id"] for p in pages for e in p] == [e["id"] for e in whole]
+
+
+def test_events__small_page__starts_at_offset(client, admin_token):
+    whole = events(client, admin_token).get_json()["integrationEvents"]
+    page = events(client, admin_token, "?limit=2&offset=1").get_json()["integrationEvents"]
+    assert [e["id"] for e in page] == [e["id"] for e in whole[1:3]]
+
+
+def test_events__event_object__kept_exactly_as_seeded(client, admin_token, db):
+    # Given: the newest stored event of integration 2, as loaded
+    import orjson
+
+    stored = db.execute(
+        "SELECT event, details FROM integration_events WHERE integration_id = 2 ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    # When
+    item = events(client, admin_token, "?limit=1", integration=2).get_json()["integrationEvents"][0]
+    # Then
+    assert item["event"] == orjson.loads(stored[0])
+    assert item["details"] == orjson.loads(stored[1])
+    assert item["state"] == "successWithErrors"
+
+
+def test_events__all_three_states__in_integrations_one_and_two(client, admin_token):
+    states = set()
+    for integration in (1, 2):
+        page = events(client, admin_token, "?limit=1000", integration=integration).get_json()
+        states |= {e["state"] for e in page["integrationEvents"]}
+    assert states == {"success", "failed", "successWithErrors"}
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [
+        ("?limit=0", "limit"),
+        ("?limit=1001", "limit"),
+        ("?limit=abc", "limit"),
+        ("?limit=", "limit"),
+        ("?limit=1e3", "limit"),
+        ("?limit=0x10", "limit"),
+        ("?limit=-1", "limit"),
+        ("?limit=+5", "limit"),
+        ("?limit=1_0", "limit"),
+        ("?limit=%201", "limit"),
+        ("?offset=-1", "offset"),
+        ("?offset=", "offset"),
+        ("?offset=1.5", "offset"),
+        ("?offset=" + "9" * 30, "offset"),
+        ("?limit=1&limit=2", "limit"),
+        ("?limt=5", "limt"),
+    ],
+)
+def test_events__bad_parameter__400_naming_it(client, admin_token, assert_valid, query, parameter):
+    response = events(client, admin_token, query)
+    assert response.status_code == 400
+    assert_valid(response, PATH)
+    body = response.get_json()
+    assert body["name"] == "BadDataError"
+    assert parameter in body["message"]
+    assert body["details"] and all(parameter in d["message"] for d in body["details"])
+
+
+@pytest.mark.parametrize("integration", ["999", "abc", "1.5", "-1", "01x", "%00", "1%20OR%201=1", "..%2F1"])
+def test_events__unknown_integration__404(client, admin_token, assert_valid, integration):
+    response = client.get(f"/api/admin/addons/{integration}/events", headers=auth(admin_token))
+    assert response.status_code == 404
+    assert response.get_json()["name"] == "NotFoundError"
+
+
+def test_events__admin_user_token__allowed(client, admin_user):
+    assert events(client, admin_user).status_code == 200
+
+
+@pytest.mark.parametrize("who", ["alice", "victor"])
+def test_events__editor_or_viewer__403_naming_admin_permission(client, request, assert_valid, who):
+    response = events(client, request.getfixturevalue(who))
+    assert response.status_code == 403
+    assert_valid(response, PATH)
+    body = response.get_json()
+    assert body["name"] == "NoAccessError"
+    assert '"ADMIN"' in body["message"]
+
+
+def test_events__no_token__401(client, assert_valid):
+    response = client.get("/api/admin/addons/1/events")
+    assert response.status_code == 401
+    assert_valid(response, PATH)
+    assert response.get_json()["name"] == "AuthenticationRequired"

@@ -1,0 +1,219 @@
+"""Spec 4.2: GET /api/admin/personal-dashboard."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+
+from flagadmin.seed_documents import demo_files, load_files
+from flagadmin.timestamps import format_rfc3339
+
+from helpers import auth
+
+PATH = "/api/admin/personal-dashboard"
+LIFETIME_DAYS = {"release": 40, "experiment": 40, "operational": 7}
+
+
+def demo() -> dict:
+    return json.loads(demo_files()[0].read_text())
+
+
+def expected_dashboard(username: str) -> dict:
+    """The dashboard computed straight from the demo seed document, independently of SQL."""
+    data = demo()
+    users = {u["id"]: u for u in data["users"]}
+    me = next(u for u in data["users"] if u["username"] == username)
+    now = datetime.now(UTC)
+    live = [f for f in data["features"] if f["archivedAt"] is None]
+    favorites = {f["feature"] for f in data["favorites"] if f["userId"] == me["id"]}
+    mine = [f for f in live if f["createdByUserId"] == me["id"] or f["name"] in favorites]
+    mine.sort(key=lambda f: f["name"])
+    mine.sort(key=lambda f: datetime.fromisoformat(f["createdAt"]), reverse=True)
+
+    def unhealthy(f):
+        days = LIFETIME_DAYS.get(f["type"])
+        old = days is not None and now - datetime.fromisoformat(f["createdAt"]) >= timedelta(days=days)
+        return f["stale"] or old
+
+    projects = []
+    for p in data["projects"]:
+        if any(m["userId"] == me["id"] for m in p["members"]):
+            flags = [f for f in live if f["project"] == p["id"]]
+            bad = sum(1 for f in flags if unhealthy(f))
+            percent = Decimal(100 * bad) / len(flags) if flags else Decimal(0)
+            projects.append(
+                {
+                    "id": p["id"],
+                    "name": p["name"],
+                    "health": 100 - int(percent.quantize(Decimal(1), rounding=ROUND_HALF_UP)),
+                    "memberCount": len({m["userId"] for m in p["members"]}),
+                    "featureCount": len(flags),
+                }
+            )
+    projects.sort(key=lambda p: (p["name"], p["id"]))
+    sees_all = me["rootRole"] in ("Admin", "Editor")
+    owner_ids = {
+        m["userId"]
+        for p in data["projects"]
+        if sees_all or any(m["userId"] == me["id"] for m in p["members"])
+        for m in p["members"]
+        if m["role"] == "Owner"
+    }
+    owners = [
+        {
+            "ownerType": "user",
+            "name": users[i].get("name") or users[i]["username"],
+            "imageUrl": users[i].get("imageUrl"),
+            "email": users[i].get("email"),
+        }
+        for i in sorted(owner_ids)
+    ]
+    owners.sort(key=lambda o: o["name"])
+    admins = [
+        {
+            k: v
+            for k, v in {
+                "id": u["id"],
+                "name": u.get("name"),
+                "username": u["username"],
+                "imageUrl": u.get("imageUrl"),
+                "email": u.get("email"),
+            }.items()
+            if v is not None
+        }
+        for u in sorted(data["users"], key=lambda u: u["id"])
+        if u["rootRole"] == "Admin"
+    ]
+    return {
+        "admins": admins,
+        "projectOwners": owners,
+        "projects": projects,
+        "flags": [{"name": f["name"], "project": f["project"], "type": f["type"]} for f in mine],
+    }
+
+
+@pytest.mark.parametrize("username", ["alice", "victor", "admin", "bob", "sam"])
+def test_dashboard__demo_users__match_the_seed(client, make_token, assert_valid, username):
+    # Given
+    token = make_token(user=username)
+    # When
+    response = client.get(PATH, headers=auth(token))
+    # Then
+    assert response.status_code == 200
+    assert_valid(response, PATH)
+    assert response.get_json() == expected_dashboard(username)
+
+
+def test_dashboard__alice__her_flags_live_only_each_once(client, alice):
+    body = client.get(PATH, headers=auth(alice)).get_json()
+    names = [f["name"] for f in body["flags"]]
+    assert len(names) == len(set(names))
+    assert "dark-mode" in names  # created and favorited by her: listed once
+    assert "pricing-test-a" not in names  # archived
+    assert "new-pricing" not in names  # favorited, but archived
+    assert "checkout-v2" in names  # favorited, created by someone else
+
+
+def test_dashboard__viewer__sees_only_owners_of_his_projects(client, victor):
+    body = client.get(PATH, headers=auth(victor)).get_json()
+    assert [p["id"] for p in body["projects"]] == ["mobile"]
+    assert [o["name"] for o in body["projectOwners"]] == ["Alice Q. Example"]
+
+
+def test_dashboard__admin_api_token__403_saying_a_user_is_needed(client, admin_token, assert_valid):
+    response = client.get(PATH, headers=auth(admin_token))
+    assert response.status_code == 403
+    assert_valid(response, PATH)
+    body = response.get_json()
+    assert body["name"] == "NoAccessError"
+    assert "personal access token" in body["message"]
+
+
+def test_dashboard__no_token__401(client):
+    response = client.get(PATH)
+    assert response.status_code == 401
+    assert response.get_json()["name"] == "AuthenticationRequired"
+
+
+def seed(db, document: dict) -> None:
+    """Load one more seed document into the test database."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "extra.json"
+        path.write_text(json.dumps(document))
+        load_files(db, [path])
+
+
+def ago(days: float) -> str:
+    return format_rfc3339(datetime.now(UTC) - timedelta(days=days))
+
+
+def test_dashboard__health__rounds_half_up_over_stale_and_potentially_stale(client, db, make_token):
+    # Given: a project of 8 live flags, 3 of them unhealthy (37.5% -> 38, health 62), an
+    # archived stale flag that does not count, and a member with two roles counted once
+    flags = [
+        {"name": "h-stale", "type": "kill-switch", "stale": True, "createdAt": ago(1)},
+        {"name": "h-old-release", "type": "release", "createdAt": ago(41)},
+        {"name": "h-old-operational", "type": "operational", "createdAt": ago(7.01)},
+        {"name": "h-young-operational", "type": "operational", "createdAt": ago(6.9)},
+        {"name": "h-old-kill-switch", "type": "kill-switch", "createdAt": ago(400)},
+        {"name": "h-old-permission", "type": "permission", "createdAt": ago(400)},
+        {"name": "h-young-release", "type": "release", "createdAt": ago(39)},
+        {"name": "h-young-experiment", "type": "experiment", "createdAt": ago(1)},
+        {"name": "h-archived", "type": "release", "stale": True, "createdAt": ago(100), "archivedAt": ago(1)},
+    ]
+    seed(
+        db,
+        {
+            "users": [{"id": 500, "username": "hana", "rootRole": "Viewer", "email": "hana@example.com"}],
+            "projects": [
+                {
+                    "id": "health",
+                    "name": "Health",
+                    "members": [
+                        {"userId": 500, "role": "Owner"},
+                        {"userId": 500, "role": "Member"},
+                        {"userId": 2, "role": "Member"},
+                    ],
+                },
+                {"id": "empty", "name": "Empty", "members": [{"userId": 500, "role": "QA Lead"}]},
+            ],
+            "features": [{"project": "health", **f} for f in flags],
+        },
+    )
+    # When
+    body = client.get(PATH, headers=auth(make_token(user="hana"))).get_json()
+    # Then
+    assert body["projects"] == [
+        {"id": "empty", "name": "Empty", "health": 100, "memberCount": 1, "featureCount": 0},
+        {"id": "health", "name": "Health", "health": 62, "memberCount": 2, "featureCount": 8},
+    ]
+    assert body["projectOwners"] == [
+        {"ownerType": "user", "name": "hana", "imageUrl": None, "email": "hana@example.com"}
+    ]
+
+
+def test_dashboard__owner_name__falls_back_to_username_then_email(client, db, make_token):
+    seed(
+        db,
+        {
+            "users": [
+                {"id": 600, "username": "u600", "rootRole": "Viewer", "name": "Named Person"},
+                {"id": 601, "username": "u601", "rootRole": "Viewer", "name": ""},
+            ],
+            "projects": [
+                {
+                    "id": "p6",
+                    "name": "P6",
+                    "members": [{"userId": 600, "role": "Owner"}, {"userId": 601, "role": "Owner"}],
+                }
+            ],
+        },
+    )
+    body = client.get(PATH, headers=auth(make_token(user="u600"))).get_json()
+    assert [o["name"] for o in body["projectOwners"]] == ["Named Person", "u601"]
