@@ -29,8 +29,13 @@ ERROR_DESCRIPTIONS = {
     401: "No valid API token in the Authorization header (AuthenticationRequired).",
     403: "The token's user lacks the permission; the message names it (NoAccessError).",
     404: "The resource does not exist (NotFoundError).",
+    413: "The request has a body larger than 64 KiB; no operation takes one (ContentTooLargeError).",
     429: "Too many failed authentications from this address (TooManyRequestsError).",
+    503: "The database is busy or unreadable; retry after Retry-After seconds (ServiceUnavailableError).",
 }
+
+#: Statuses every operation can answer, whatever it does.
+COMMON_STATUSES = (503,)
 
 
 @dataclass
@@ -137,7 +142,7 @@ def operation(
                 response_schema=response,
                 query_schema=query,
                 permission=permission,
-                statuses=statuses,
+                statuses=(*statuses, *COMMON_STATUSES),
                 deprecated=deprecated,
                 response_headers=dict(response_headers or {}),
             )

@@ -209,6 +209,7 @@ def serve(database: str, host: str, port: int, threads: int, base_uri_path: str,
       flagadmin serve --demo --port 4242
     """
     import waitress
+    from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
     from .seed_documents import demo_files, load_files
     from .store import seed as store_seed
@@ -236,8 +237,10 @@ def serve(database: str, host: str, port: int, threads: int, base_uri_path: str,
         app = create_app({"DATABASE": database, "BASE_URI_PATH": base_uri_path})
     except (SettingsError, store_db.SchemaError) as exc:
         raise click.ClickException(str(exc)) from exc
+    # Mounted at the prefix, so that every other path is a JSON 404 rather than an alias.
+    wsgi = DispatcherMiddleware(errors.outside_base_path, {base_uri_path: app}) if base_uri_path else app
     click.echo(f"flagadmin {__version__} serving {database} on http://{host}:{port}{base_uri_path}/")
-    waitress.serve(app, host=host, port=port, threads=threads, url_prefix=base_uri_path, ident="flagadmin")
+    waitress.serve(wsgi, host=host, port=port, threads=threads, ident="flagadmin")
 
 
 def main() -> None:

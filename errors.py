@@ -9,8 +9,10 @@ same envelope, so no request ever gets an HTML page or a traceback.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import uuid
 
+import orjson
 from flask import Flask, Response, request
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
@@ -138,6 +140,19 @@ def _handle_http_exception(exc: HTTPException) -> Response:
     return response
 
 
+def _handle_database_error(exc: sqlite3.OperationalError) -> Response:
+    message = str(exc)
+    if "locked" in message or "busy" in message or "unable to open" in message:
+        log.warning("database unavailable on %s %s: %s", request.method, request.path, message)
+        return error_response(
+            503,
+            "ServiceUnavailableError",
+            "The database is busy or cannot be opened right now; retry in a moment.",
+            headers={"Retry-After": "1"},
+        )
+    return _handle_unexpected(exc)
+
+
 def _handle_unexpected(exc: Exception) -> Response:
     log.exception("unexpected failure on %s %s", request.method, request.path)
     return error_response(
@@ -151,6 +166,7 @@ def register(app: Flask) -> None:
     """Install the envelope for every error on ``app``."""
     app.register_error_handler(APIError, _handle_api_error)
     app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(sqlite3.OperationalError, _handle_database_error)
     app.register_error_handler(Exception, _handle_unexpected)
 
 
@@ -171,3 +187,13 @@ class ErrorSchema(Schema):
     details = fields.List(
         fields.Nested(ErrorDetailSchema), metadata={"description": "One entry per problem (400 only)."}
     )
+
+
+def outside_base_path(environ: dict, start_response) -> list[bytes]:
+    """WSGI app answering the JSON 404 envelope for paths outside ``--base-uri-path``."""
+    path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+    body = orjson.dumps(error_body(404, "NotFoundError", f"The path {path} does not exist on this server."))
+    start_response(
+        "404 NOT FOUND", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
+    return [body]

@@ -12,7 +12,7 @@ from procs import HOST
 
 #: Core of wrk; the server under test gets the other one.
 WRK_CPU = "1"
-SCRIPT = Path(__file__).resolve().parent / "report.lua"
+SCRIPT = Path(__file__).resolve().parent / "wrk.lua"
 
 
 def ensure_wrk() -> str:
@@ -54,9 +54,19 @@ def run_wrk(
     """
     env = dict(os.environ, BENCH_METHOD=method, BENCH_AUTH=auth or "", BENCH_PATHS=" ".join(paths))
     command = [
-        "taskset", "-c", WRK_CPU, wrk, "-t1", f"-c{connections}", f"-d{duration}s",
-        f"--timeout={timeout}s", "--latency", "-s", str(SCRIPT), f"http://{HOST}:{port}{paths[0]}",
-    ]  # fmt: skip
+        "taskset",
+        "-c",
+        WRK_CPU,
+        wrk,
+        "-t1",
+        f"-c{connections}",
+        f"-d{duration}s",
+        f"--timeout={timeout}s",
+        "--latency",
+        "-s",
+        str(SCRIPT),
+        f"http://{HOST}:{port}{paths[0]}",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     with log.open("a") as f:
         f.write(f"$ {' '.join(command)}\n{result.stdout}{result.stderr}\n")

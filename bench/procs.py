@@ -32,9 +32,17 @@ def flagadmin_command(db: Path, port: int, threads: int) -> list[str]:
 def ceiling_command(mode: str, body: Path, port: int, threads: int) -> list[str]:
     """Return the command of a ceiling server (see ceilings.py) answering ``body``."""
     return [
-        sys.executable, str(BENCH / "ceilings.py"), "--mode", mode,
-        "--body", str(body), "--port", str(port), "--threads", str(threads),
-    ]  # fmt: skip
+        sys.executable,
+        str(BENCH / "ceilings.py"),
+        "--mode",
+        mode,
+        "--body",
+        str(body),
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+    ]
 
 
 class Server:

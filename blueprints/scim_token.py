@@ -26,7 +26,7 @@ class ScimTokenSchema(Schema):
     summary="Generate a new SCIM token",
     response=ScimTokenSchema(),
     permission=auth.ADMIN,
-    statuses=(401, 403),
+    statuses=(401, 403, 413),
     response_headers={"Cache-Control": "no-store"},
 )
 def generate_new_token(caller, db):

@@ -24,7 +24,9 @@ def free_port() -> int:
 class LiveServer:
     """A ``flagadmin serve`` process on 127.0.0.1, started and stopped by the test."""
 
-    def __init__(self, db_path: Path, env: dict[str, str] | None = None, threads: int = 8):
+    def __init__(
+        self, db_path: Path, env: dict[str, str] | None = None, threads: int = 8, args: tuple[str, ...] = ()
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = db_path.parent / f"server-{self.port}.log"
@@ -39,6 +41,7 @@ class LiveServer:
             str(self.port),
             "--threads",
             str(threads),
+            *args,
         ]
         self.process = subprocess.Popen(
             command,

@@ -68,3 +68,27 @@ def test_unexpected_failure__json_500_without_traceback(db_path):
     assert "secret internals" not in response.get_data(as_text=True)
     assert "Traceback" not in response.get_data(as_text=True)
     assert "retry" in body["message"]
+
+
+def test_database_locked__503_with_retry_after(app, db_path, admin_token):
+    # Given: another connection holds the write lock, and the app waits only briefly
+    import sqlite3
+
+    from flagadmin.store import db as store_db
+
+    blocker = sqlite3.connect(db_path)
+    blocker.execute("BEGIN EXCLUSIVE")
+    original = store_db.BUSY_TIMEOUT_MS
+    store_db.BUSY_TIMEOUT_MS = 50
+    try:
+        # When: a request needs to write (a SCIM token)
+        response = app.test_client().post(
+            "/api/admin/scim-settings/generate-new-token", headers=auth(admin_token)
+        )
+    finally:
+        store_db.BUSY_TIMEOUT_MS = original
+        blocker.rollback()
+        blocker.close()
+    # Then
+    assert_envelope(response, 503, "ServiceUnavailableError")
+    assert response.headers["Retry-After"] == "1"

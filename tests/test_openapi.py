@@ -36,7 +36,7 @@ def test_document__security_scheme_and_error_statuses(openapi_document):
             assert operation["security"] == [{"apiKey": []}]
             assert {"200", "401"} <= set(operation["responses"]), path
     events = openapi_document["paths"]["/api/admin/addons/{id}/events"]["get"]
-    assert set(events["responses"]) == {"200", "400", "401", "403", "404"}
+    assert set(events["responses"]) == {"200", "400", "401", "403", "404", "503"}
 
 
 def test_document__no_auth_needed(client):

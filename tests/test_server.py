@@ -64,3 +64,27 @@ def test_serve__no_admin_token__creates_and_prints_one(live_server):
     token = next(word for word in printed.split() if word.startswith("*:*."))
     status, _, _ = request(server, "GET", "/api/admin/ui-config", {"Authorization": token})
     assert status == 200
+
+
+def test_serve__base_uri_path__operations_under_the_prefix(live_server):
+    admin = new_admin_token()
+    server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin}, args=("--base-uri-path", "/flags"))
+    status, _, body = request(server, "GET", "/flags/api/admin/ui-config", {"Authorization": admin})
+    assert status == 200
+    assert body["baseUriPath"] == "/flags"
+    assert request(server, "GET", "/api/admin/ui-config", {"Authorization": admin})[0] == 404
+
+
+def test_serve__demo_on_empty_database__seeded(tmp_path):
+    from helpers import LiveServer
+
+    admin = new_admin_token()
+    server = LiveServer(tmp_path / "empty.db", env={"FLAGADMIN_ADMIN_TOKEN": admin}, args=("--demo",))
+    try:
+        status, _, body = request(
+            server, "GET", "/api/admin/addons/1/events?limit=1", {"Authorization": admin}
+        )
+        assert status == 200
+        assert len(body["integrationEvents"]) == 1
+    finally:
+        server.stop()

@@ -1,7 +1,7 @@
 -- wrk script of the flagadmin benchmarks.
 -- Environment: BENCH_METHOD (default GET), BENCH_AUTH (Authorization header, optional),
 -- BENCH_PATHS (space-separated paths; with more than one, requests cycle through them).
--- done() prints one line "BENCH_JSON {...}" with exact figures for bench/loadgen.py.
+-- done() prints one line "BENCH_JSON {...}" with exact figures, read by bench/loadgen.py.
 
 wrk.method = os.getenv("BENCH_METHOD") or "GET"
 wrk.headers["Accept"] = "application/json"
