@@ -7,6 +7,7 @@ the OpenAPI document; importing this module has no side effects. The command lin
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 import click
 from flask import Flask
 
-from . import __version__, api, blueprints, errors
+from . import __version__, access_log, api, blueprints, errors
 from .config import SettingsError, settings_from_env
 from .jsonio import OrjsonProvider
 from .store import db as store_db
@@ -56,6 +57,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     finally:
         db.close()
     errors.register(app)
+    access_log.init_app(app)
     api.init_app(app)
     blueprints.register(app)
     return app
@@ -198,20 +200,24 @@ def create_token(database: str, admin: bool, username: str | None, name: str | N
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Worker threads.")
 @click.option("--base-uri-path", default="", help="Serve under this path prefix, e.g. /flags.")
 @click.option("--demo", is_flag=True, help="Load the demo dataset into an empty database first.")
-def serve(database: str, host: str, port: int, threads: int, base_uri_path: str, demo: bool) -> None:
+@click.option("--access-log", is_flag=True, help="Log one line per request (never headers or tokens).")
+def serve(
+    database: str, host: str, port: int, threads: int, base_uri_path: str, demo: bool, access_log: bool
+) -> None:
     """Serve the admin API with waitress (loopback by default).
 
     Creates the database if missing. If it holds no admin token, one is created and printed
     once; with FLAGADMIN_ADMIN_TOKEN set, that exact token is made a valid admin token instead.
+    SIGTERM lets in-flight requests finish, then exits.
 
     \b
     Example:
       flagadmin serve --demo --port 4242
     """
-    import waitress
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
     from .seed_documents import demo_files, load_files
+    from .serving import serve as serve_wsgi
     from .store import seed as store_seed
     from .store import tokens
 
@@ -234,13 +240,14 @@ def serve(database: str, host: str, port: int, threads: int, base_uri_path: str,
     finally:
         db.close()
     try:
-        app = create_app({"DATABASE": database, "BASE_URI_PATH": base_uri_path})
+        app = create_app({"DATABASE": database, "BASE_URI_PATH": base_uri_path, "ACCESS_LOG": access_log})
     except (SettingsError, store_db.SchemaError) as exc:
         raise click.ClickException(str(exc)) from exc
     # Mounted at the prefix, so that every other path is a JSON 404 rather than an alias.
     wsgi = DispatcherMiddleware(errors.outside_base_path, {base_uri_path: app}) if base_uri_path else app
     click.echo(f"flagadmin {__version__} serving {database} on http://{host}:{port}{base_uri_path}/")
-    waitress.serve(wsgi, host=host, port=port, threads=threads, ident="flagadmin")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve_wsgi(wsgi, host=host, port=port, threads=threads)
 
 
 def main() -> None:

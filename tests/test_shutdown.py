@@ -1,0 +1,49 @@
+"""SIGTERM lets in-flight requests finish before the process exits (real waitress)."""
+
+from __future__ import annotations
+
+import http.client
+import signal
+import sqlite3
+import threading
+import time
+
+from flagadmin.store.tokens import new_admin_token
+
+
+def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, db_path):
+    # Given: a request that is in flight, blocked on the database write lock
+    admin = new_admin_token()
+    server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin})
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    result: dict = {}
+
+    def call() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        conn.request("POST", "/api/admin/scim-settings/generate-new-token", headers={"Authorization": admin})
+        response = conn.getresponse()
+        result["status"], result["body"] = response.status, response.read()
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.5)
+    # When: the server is told to stop, and only then the lock is released
+    server.process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert server.process.poll() is None, "exited with a request in flight"
+    blocker.execute("COMMIT")
+    blocker.close()
+    caller.join(30)
+    # Then: the request got its answer, and the process exited cleanly
+    assert result["status"] == 200
+    assert b"scim_" in result["body"]
+    assert server.process.wait(15) == 0
+    # and new connections are no longer served
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=2)
+        conn.request("GET", "/docs/openapi.json")
+        refused = conn.getresponse().status is None
+    except OSError:
+        refused = True
+    assert refused
