@@ -34,8 +34,8 @@ ERROR_DESCRIPTIONS = {
     503: "The database is busy or unreadable; retry after Retry-After seconds (ServiceUnavailableError).",
 }
 
-#: Statuses every operation can answer, whatever it does.
-COMMON_STATUSES = (503,)
+#: Statuses every operation can answer, whatever it does (429: every operation authenticates).
+COMMON_STATUSES = (429, 503)
 
 
 @dataclass
@@ -85,13 +85,25 @@ def parse_query(schema: Schema) -> dict[str, Any]:
     if repeated:
         raise BadDataError(
             f"Query parameter {repeated[0]} is given more than once; give it once.",
-            details=[f"{name}: given more than once" for name in repeated],
+            details=_at_most(MAX_DETAILS, [f"{name}: given more than once" for name in repeated]),
         )
     try:
         return schema.load(request.args.to_dict())
     except ValidationError as exc:
-        details = validation_messages(exc)
+        details = _at_most(MAX_DETAILS, validation_messages(exc))
         raise BadDataError("Invalid query parameters: " + "; ".join(details), details=details) from exc
+
+
+#: A 400 lists at most this many problems, so that a query of thousands of bad parameters
+#: gets a small answer rather than one ten times its own size.
+MAX_DETAILS = 20
+
+
+def _at_most(n: int, details: list[str]) -> list[str]:
+    """The first ``n`` details, plus one saying how many more were left out."""
+    if len(details) <= n:
+        return details
+    return [*details[:n], f"... and {len(details) - n} more problems"]
 
 
 def operation(

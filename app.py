@@ -12,13 +12,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 from flask import Flask
 
-from . import __version__, access_log, api, blueprints, errors
+from . import __version__, access_log, api, blueprints, errors, http_headers, throttle
 from .config import SettingsError, settings_from_env
 from .jsonio import OrjsonProvider
 from .store import db as store_db
@@ -57,6 +58,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     finally:
         db.close()
     errors.register(app)
+    throttle.init_app(app)
+    http_headers.init_app(app)
     access_log.init_app(app)
     api.init_app(app)
     blueprints.register(app)
@@ -165,13 +168,22 @@ def seed(database: str, paths: tuple[str, ...]) -> None:
 @click.option("--admin", "admin", is_flag=True, help="An admin API token (acts as Admin).")
 @click.option("--user", "username", metavar="USERNAME", help="A personal access token for this user.")
 @click.option("--name", default=None, help="A label shown by list-tokens.")
-def create_token(database: str, admin: bool, username: str | None, name: str | None) -> None:
+@click.option(
+    "--expires-in",
+    "expires_at",
+    metavar="DURATION",
+    callback=lambda ctx, param, value: _expiry(value),
+    help="Stop working after this ISO 8601 duration, e.g. P30D, PT12H, P1Y. Default: never.",
+)
+def create_token(
+    database: str, admin: bool, username: str | None, name: str | None, expires_at: str | None
+) -> None:
     """Print a new API token. It is shown once and stored only as a SHA-256 digest.
 
     \b
     Examples:
       flagadmin create-token --admin
-      flagadmin create-token --user alice
+      flagadmin create-token --user alice --expires-in P30D
     """
     from .store import tokens, users
 
@@ -181,16 +193,147 @@ def create_token(database: str, admin: bool, username: str | None, name: str | N
     try:
         if admin:
             token = tokens.new_admin_token()
-            tokens.insert_token(db, token, kind="admin", name=name or "admin token")
+            tokens.insert_token(db, token, kind="admin", name=name or "admin token", expires_at=expires_at)
         else:
             user_id = users.id_by_username(db, username)
             if user_id is None:
                 raise click.ClickException(f"No user has the username {username!r}.")
             token = tokens.new_personal_token()
-            tokens.insert_token(db, token, kind="personal", user_id=user_id, name=name or f"{username} token")
+            tokens.insert_token(
+                db,
+                token,
+                kind="personal",
+                user_id=user_id,
+                name=name or f"{username} token",
+                expires_at=expires_at,
+            )
     finally:
         db.close()
     click.echo(token)
+    if expires_at:
+        click.echo(f"It expires at {expires_at}.", err=True)
+
+
+def _expiry(duration: str | None) -> str | None:
+    """Return the RFC 3339 moment ``duration`` (ISO 8601, e.g. ``P30D``) from now, or None."""
+    import isodate
+
+    from .timestamps import format_rfc3339
+
+    if duration is None:
+        return None
+    now = datetime.now(UTC)
+    try:
+        expires = now + isodate.parse_duration(duration.strip().upper())
+    except (isodate.ISO8601Error, ValueError, OverflowError) as exc:
+        raise click.BadParameter(
+            f"{duration!r} is not an ISO 8601 duration; e.g. P30D (30 days), PT12H (12 hours), P1Y.",
+            param_hint="--expires-in",
+        ) from exc
+    if expires <= now:
+        raise click.BadParameter("the duration must be longer than zero.", param_hint="--expires-in")
+    return format_rfc3339(expires)
+
+
+@cli.command("list-tokens")
+@database_option
+def list_tokens(database: str) -> None:
+    """List the API tokens: id, status, kind, user, name, when created, last used, expiring
+    and revoked. Never a token or its digest.
+
+    \b
+    Example:
+      flagadmin list-tokens --db /var/lib/flagadmin/flagadmin.db
+    """
+    from .store import tokens
+
+    db = _open(database)
+    try:
+        rows = tokens.list_tokens(db)
+    finally:
+        db.close()
+    if not rows:
+        click.echo("No API tokens. Create one with `flagadmin create-token --admin`.")
+        return
+    columns = {
+        "ID": "id",
+        "STATUS": "status",
+        "KIND": "kind",
+        "USER": "username",
+        "NAME": "name",
+        "CREATED": "created_at",
+        "LAST USED": "last_used_at",
+        "EXPIRES": "expires_at",
+        "REVOKED": "revoked_at",
+    }
+    table = [tuple(columns)] + [
+        tuple("-" if row[key] is None else " ".join(str(row[key]).split()) for key in columns.values())
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    for line in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+
+
+@cli.command("revoke-token")
+@database_option
+@click.argument("token_id", metavar="ID", type=click.IntRange(min=1))
+def revoke_token(database: str, token_id: int) -> None:
+    """Revoke the API token with this ID (see list-tokens); it gets 401 from the next request.
+
+    \b
+    Example:
+      flagadmin revoke-token 3
+    """
+    from .store import tokens
+
+    db = _open(database)
+    try:
+        result = tokens.revoke(db, token_id)
+    finally:
+        db.close()
+    if result is None:
+        raise click.ClickException(
+            f"No API token has id {token_id}; `flagadmin list-tokens` shows the ids. Nothing was changed."
+        )
+    revoked_at, newly = result
+    click.echo(f"Token {token_id} {'revoked' if newly else 'was already revoked'} at {revoked_at}.")
+
+
+@cli.command("backup")
+@click.option(
+    "--db",
+    "database",
+    envvar="FLAGADMIN_DATABASE",
+    default=DEFAULT_DATABASE,
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="SQLite database file to copy (env FLAGADMIN_DATABASE); never created or changed.",
+)
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Replace PATH if it exists.")
+def backup(database: str, path: str, force: bool) -> None:
+    """Copy the database to PATH as one consistent snapshot, even while serve runs and writes.
+
+    Uses SQLite's online backup API; PATH is a single self-contained file, checked with
+    PRAGMA integrity_check before it takes its name. An existing PATH is refused unless
+    --force. To restore, stop the server and serve the copy (see the README).
+
+    \b
+    Example:
+      flagadmin backup /var/backups/flagadmin-$(date +%F).db --db /var/lib/flagadmin/flagadmin.db
+    """
+    from .store.backup import BackupError
+    from .store.backup import backup as backup_database
+
+    try:
+        result = backup_database(database, path, force=force)
+    except BackupError as exc:
+        raise click.ClickException(f"{exc} Nothing was written.") from exc
+    click.echo(
+        f"Backed up {database} to {result.path} ({result.size} bytes, schema version "
+        f"{result.schema_version})."
+    )
 
 
 @cli.command("serve")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from flask import request
 
+from . import throttle
 from .errors import AuthenticationRequired, NoAccessError
 from .store import tokens
 
@@ -74,8 +75,21 @@ def bearer_token(header: str | None) -> str:
 def authenticate(db) -> Caller:
     """Return the :class:`Caller` of the current request.
 
+    The token is looked up by its digest on every request (nothing is cached), so a revoked or
+    expired token is refused at once. A failure counts against the client address; a valid
+    token is never throttled.
+
     :raise AuthenticationRequired: no valid, unexpired, unrevoked API token (spec 5.2).
+    :raise TooManyRequestsError: no valid token, and the address has failed too often lately.
     """
+    try:
+        return _authenticate(db)
+    except AuthenticationRequired:
+        throttle.count_failure()
+        raise
+
+
+def _authenticate(db) -> Caller:
     token = bearer_token(request.headers.get("Authorization"))
     found = tokens.find_caller(db, token)
     if found is None:

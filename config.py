@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import limits
 import orjson
 
 AUTHENTICATION_TYPES = ("open-source", "demo", "enterprise", "hosted", "custom", "none")
@@ -37,6 +38,9 @@ DEFAULT_RESOURCE_LIMITS: dict[str, int] = {
 #: Limits that must be at least 1 (spec 8.2).
 POSITIVE_LIMITS = ("environments", "projects", "featureFlags")
 
+#: Failed authentications one client address may make in a moving window before it gets 429.
+DEFAULT_AUTH_FAILURE_LIMIT = "30/minute"
+
 #: (variable, default, meaning) for every setting; the README's table is this one.
 ENVIRONMENT_VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("FLAGADMIN_DATABASE", "./flagadmin.db", "SQLite database file used when --db is not given"),
@@ -58,6 +62,18 @@ ENVIRONMENT_VARIABLES: tuple[tuple[str, str, str], ...] = (
         'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000}',
     ),
     ("FLAGADMIN_GIT_REVISION", "(from git, else the version)", "ui-config versionInfo.current.oss"),
+    (
+        "FLAGADMIN_AUTH_FAILURE_LIMIT",
+        DEFAULT_AUTH_FAILURE_LIMIT,
+        "failed authentications allowed per client address (moving window) before 429, "
+        "in limits notation: N/second, N/minute, N/hour or N/day",
+    ),
+    (
+        "FLAGADMIN_CORS_ORIGINS",
+        "(unset)",
+        "origins allowed to call /api/admin/* from a browser (CORS), comma-separated; "
+        "unset: no CORS headers at all",
+    ),
 )
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -70,7 +86,8 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    """Instance settings served by ui-config (spec 2.5)."""
+    """Instance settings: those served by ui-config (spec 2.5), the limit on failed
+    authentications per client address and the origins allowed by CORS (empty: none)."""
 
     service_url: str = "http://127.0.0.1:4242"
     name: str = "flagadmin"
@@ -81,6 +98,8 @@ class Settings:
     email_enabled: bool = False
     resource_limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RESOURCE_LIMITS))
     git_revision: str | None = None
+    auth_failure_limit: str = DEFAULT_AUTH_FAILURE_LIMIT
+    cors_origins: tuple[str, ...] = ()
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
@@ -110,7 +129,42 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
         email_enabled=_boolean(env, "FLAGADMIN_EMAIL_ENABLED", defaults.email_enabled),
         resource_limits=_resource_limits(env.get("FLAGADMIN_RESOURCE_LIMITS")),
         git_revision=env.get("FLAGADMIN_GIT_REVISION") or None,
+        auth_failure_limit=rate_limit(
+            "FLAGADMIN_AUTH_FAILURE_LIMIT",
+            env.get("FLAGADMIN_AUTH_FAILURE_LIMIT", DEFAULT_AUTH_FAILURE_LIMIT),
+        ),
+        cors_origins=_origins("FLAGADMIN_CORS_ORIGINS", env.get("FLAGADMIN_CORS_ORIGINS")),
     )
+
+
+def rate_limit(name: str, raw: str) -> str:
+    """Return ``raw`` stripped once it parses as one limit in limits' notation ("30/minute").
+
+    :raise SettingsError: it does not parse, or allows nothing; the message names ``name``.
+    """
+    try:
+        (item,) = limits.parse_many(raw.strip())
+    except ValueError as exc:
+        raise SettingsError(
+            f"{name}={raw!r}: use one limit like 30/minute (N per second, minute, hour or day)"
+        ) from exc
+    if item.amount < 1:
+        raise SettingsError(f"{name}={raw!r}: the limit must allow at least 1")
+    return raw.strip()
+
+
+def _origins(name: str, raw: str | None) -> tuple[str, ...]:
+    """Parse a comma-separated list of origins (``scheme://host[:port]``) or ``*``."""
+    if raw is None:
+        return ()
+    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    for origin in origins:
+        scheme, sep, rest = origin.partition("://")
+        if origin != "*" and (scheme not in ("http", "https") or not sep or not rest or "/" in rest):
+            raise SettingsError(
+                f"{name}: {origin!r} is not an origin; use * or scheme://host[:port], comma-separated"
+            )
+    return origins
 
 
 def _boolean(env: Mapping[str, str], name: str, default: bool) -> bool:

@@ -17,6 +17,7 @@ from flask import Flask, Response, request
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
+from .access_log import redact_tokens
 from .jsonio import json_response
 
 log = logging.getLogger("flagadmin")
@@ -143,7 +144,7 @@ def _handle_http_exception(exc: HTTPException) -> Response:
 def _handle_database_error(exc: sqlite3.OperationalError) -> Response:
     message = str(exc)
     if "locked" in message or "busy" in message or "unable to open" in message:
-        log.warning("database unavailable on %s %s: %s", request.method, request.path, message)
+        log.warning("database unavailable on %s %s: %s", request.method, redact_tokens(request.path), message)
         return error_response(
             503,
             "ServiceUnavailableError",
@@ -154,7 +155,7 @@ def _handle_database_error(exc: sqlite3.OperationalError) -> Response:
 
 
 def _handle_unexpected(exc: Exception) -> Response:
-    log.exception("unexpected failure on %s %s", request.method, request.path)
+    log.exception("unexpected failure on %s %s", request.method, redact_tokens(request.path))
     return error_response(
         500,
         "InternalError",

@@ -14,6 +14,18 @@ from .errors import ErrorSchema
 
 SECURITY_SCHEME = "apiKey"
 
+#: OpenAPI links of each operation's 200 response, by operationId: how a response feeds the
+#: next request (also what schemathesis's stateful phase follows).
+LINKS: dict[str, dict[str, Any]] = {
+    "list_integration_events": {
+        "EventsOfTheSameIntegration": {
+            "operationId": "list_integration_events",
+            "parameters": {"id": "$response.body#/integrationEvents/0/integrationId"},
+            "description": "The log of the integration that handled the first listed event.",
+        }
+    },
+}
+
 
 def build_document(base_uri_path: str = "") -> dict[str, Any]:
     """Return the OpenAPI 3.0.3 document of every operation in :data:`~flagadmin.api.OPERATIONS`.
@@ -71,6 +83,9 @@ def _operation(op) -> dict[str, Any]:
             **({"headers": headers} if headers else {}),
         }
     }
+    operation_id = op.endpoint.split(".")[-1]
+    if operation_id in LINKS:
+        responses["200"]["links"] = LINKS[operation_id]
     for status in op.statuses:
         responses[str(status)] = {
             "description": ERROR_DESCRIPTIONS[status],
@@ -80,7 +95,7 @@ def _operation(op) -> dict[str, Any]:
         op.permission, "any valid API token"
     )
     return {
-        "operationId": op.endpoint.split(".")[-1],
+        "operationId": operation_id,
         "summary": op.summary,
         "description": f"{op.description}\n\nSpec {op.section}. Needs {permission}.",
         "tags": [op.tag],

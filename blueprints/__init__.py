@@ -8,6 +8,7 @@ def register(app: Flask) -> None:
     from . import (
         archived_features,
         docs,
+        health,
         integration_events,
         personal_dashboard,
         scim,
@@ -23,5 +24,6 @@ def register(app: Flask) -> None:
         scim_token,
         scim,
         docs,
+        health,
     ):
         app.register_blueprint(module.bp)

@@ -77,7 +77,8 @@ def ensure_schema(path: str | Path) -> int:
     The upgrade runs in one transaction: it all happens or none of it. A database written by a
     newer flagadmin is refused and left untouched. Returns the schema version found before.
 
-    :raise SchemaError: the file is newer than this code, or not a SQLite database.
+    :raise SchemaError: the file is newer than this code, not a SQLite database, or the
+        upgrade failed (and was rolled back).
     """
     db = connect(path)
     try:
@@ -90,7 +91,9 @@ def ensure_schema(path: str | Path) -> int:
             )
         db.conn.execute("PRAGMA journal_mode = WAL")
         if found < SCHEMA_VERSION:
-            upgrade = "".join(MIGRATIONS[found:SCHEMA_VERSION])
+            # A new file (version 0) gets schema.sql alone, which is the current schema: the
+            # migrations change tables that do not exist yet.
+            upgrade = "".join(MIGRATIONS[found:SCHEMA_VERSION]) if found else ""
             try:
                 db.conn.executescript(
                     "BEGIN IMMEDIATE;\n"
@@ -99,9 +102,14 @@ def ensure_schema(path: str | Path) -> int:
                     + schema_sql()
                     + f"\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
                 )
-            except BaseException:
+            except BaseException as exc:
                 if db.conn.in_transaction:
                     db.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise SchemaError(
+                        f"{path}: upgrading the schema from version {found} to {SCHEMA_VERSION} "
+                        f"failed ({exc}); the upgrade was rolled back and the file was not changed."
+                    ) from exc
                 raise
         return found
     finally:

@@ -135,3 +135,38 @@ def touch(db: sqlite_utils.Database, token_id: int, last_used_at: str | None) ->
         return
     with immediate(db):
         db.execute("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [now, token_id])
+
+
+def list_tokens(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Return every API token, oldest first, without its digest (spec 5: tokens stay secret).
+
+    Each: ``{"id", "name", "kind", "username" (None for admin tokens), "created_at",
+    "last_used_at", "expires_at", "revoked_at", "status"}``, where ``status`` is ``"active"``,
+    ``"expired"`` or ``"revoked"``.
+    """
+    now = now_rfc3339()
+    rows = db.execute(
+        "SELECT t.id, t.name, t.kind, u.username, t.created_at, t.last_used_at, t.expires_at,"
+        " t.revoked_at FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id ORDER BY t.id"
+    ).fetchall()
+    keys = ("id", "name", "kind", "username", "created_at", "last_used_at", "expires_at", "revoked_at")
+    tokens = [dict(zip(keys, row, strict=True)) for row in rows]
+    for token in tokens:
+        expired = token["expires_at"] is not None and token["expires_at"] <= now
+        token["status"] = "revoked" if token["revoked_at"] else "expired" if expired else "active"
+    return tokens
+
+
+def revoke(db: sqlite_utils.Database, token_id: int) -> tuple[str, bool] | None:
+    """Revoke the API token with id ``token_id``: it authenticates nobody from now on.
+
+    Idempotent. Returns ``(revoked_at, newly)``: when it was revoked and whether this call did
+    it (False: it already was). Returns None when no token has that id.
+    """
+    with immediate(db):
+        cursor = db.execute(
+            "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            [now_rfc3339(), token_id],
+        )
+        row = db.execute("SELECT revoked_at FROM api_tokens WHERE id = ?", [token_id]).fetchone()
+    return None if row is None else (row[0], cursor.rowcount == 1)

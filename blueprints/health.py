@@ -1,0 +1,38 @@
+"""``GET /health``: 200 while the database can be read, else 503. No authentication.
+
+For load balancers and process supervisors; not an operation of the admin API, so it is not in
+its OpenAPI document. A failure answers the error envelope (spec 7) and is logged with its
+cause, which the answer leaves out.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from flask import Blueprint, Response
+
+from ..api import database
+from ..errors import ServiceUnavailableError
+from ..jsonio import json_response
+from ..store import health
+from ..store.db import SchemaError
+
+bp = Blueprint("health", __name__)
+
+log = logging.getLogger("flagadmin")
+
+
+@bp.get("/health")
+def get_health() -> Response:
+    """200 ``{"status": "ok"}`` when a query on the database answers, else 503."""
+    try:
+        health.check(database())
+    except (sqlite3.Error, SchemaError) as exc:
+        log.warning("health check failed: the database cannot be read: %s", exc)
+        raise ServiceUnavailableError(
+            "The database cannot be read; the server log says why. Retry once it is restored."
+        ) from exc
+    response = json_response({"status": "ok"})
+    response.headers["Cache-Control"] = "no-store"
+    return response
