@@ -8,12 +8,13 @@ and the OpenAPI document (``openapi.py``), so the two cannot drift apart.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlite_utils
-from flask import Blueprint, Flask, Response, current_app, g, request
+from flask import Blueprint, Flask, Response, current_app, request
 from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -61,18 +62,27 @@ class Operation:
 OPERATIONS: list[Operation] = []
 
 
+CONNECTIONS = "flagadmin.connections"
+
+
 def database() -> sqlite_utils.Database:
-    """Return this request's database connection, opened on first use, closed at teardown."""
-    if "db" not in g:
-        g.db = store_db.connect(current_app.config["DATABASE"])
-    return g.db
+    """Return the calling thread's connection to the app's database, opened on first use.
+
+    One connection per waitress thread, kept for the life of the app: opening a connection and
+    setting its pragmas costs more than most requests. A connection never leaves its thread.
+    """
+    local = current_app.extensions[CONNECTIONS]
+    db = getattr(local, "db", None)
+    if db is None:
+        db = local.db = store_db.connect(current_app.config["DATABASE"])
+    return db
 
 
-def close_database(exc: BaseException | None = None) -> None:
-    """Close the request's connection, if one was opened."""
-    db = g.pop("db", None)
-    if db is not None:
-        db.close()
+def end_transaction(exc: BaseException | None = None) -> None:
+    """Roll back a transaction a failed request left open, so the next one starts clean."""
+    db = getattr(current_app.extensions[CONNECTIONS], "db", None)
+    if db is not None and db.conn.in_transaction:
+        db.conn.rollback()
 
 
 def parse_query(schema: Schema) -> dict[str, Any]:
@@ -178,4 +188,5 @@ def refuse_large_body() -> None:
 def init_app(app: Flask) -> None:
     """Refuse large bodies up front and close each request's database connection at teardown."""
     app.before_request(refuse_large_body)
-    app.teardown_appcontext(close_database)
+    app.extensions[CONNECTIONS] = threading.local()
+    app.teardown_appcontext(end_transaction)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import sqlite_utils
+import sqlite3
+from pathlib import Path
 
 
-def check(db: sqlite_utils.Database) -> None:
-    """Run a cheap query that reads the database file.
+def check(path: str | Path) -> None:
+    """Open the database file read-only on a fresh connection and run a cheap query.
+
+    A fresh connection, not a thread's long-lived one, so that a file that was deleted, moved
+    or corrupted since start-up is seen as such; ``mode=ro`` never creates a missing file.
 
     :raise sqlite3.Error: the file cannot be opened or read, or is not a flagadmin database.
     """
-    db.execute("SELECT count(*) FROM settings").fetchone()
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=2)
+    try:
+        conn.execute("SELECT count(*) FROM settings").fetchone()
+    finally:
+        conn.close()
