@@ -30,6 +30,7 @@ ERROR_DESCRIPTIONS = {
     401: "No valid API token in the Authorization header (AuthenticationRequired).",
     403: "The token's user lacks the permission; the message names it (NoAccessError).",
     404: "The resource does not exist (NotFoundError).",
+    304: "Not Modified: the representation still has the ETag sent in If-None-Match.",
     413: "The request has a body larger than 64 KiB; no operation takes one (ContentTooLargeError).",
     429: "Too many failed authentications from this address (TooManyRequestsError).",
     503: "The database is busy or unreadable; retry after Retry-After seconds (ServiceUnavailableError).",
@@ -54,6 +55,7 @@ class Operation:
     permission: str | None = auth.ANY
     statuses: tuple[int, ...] = (401,)
     deprecated: bool = False
+    conditional: bool = False
     tag: str = "admin"
     response_headers: dict[str, str] = field(default_factory=dict)
 
@@ -129,6 +131,8 @@ def operation(
     statuses: tuple[int, ...] = (401,),
     deprecated: bool = False,
     response_headers: dict[str, str] | None = None,
+    dump: bool = True,
+    conditional: bool = False,
 ) -> Callable:
     """Register the decorated view as an operation of spec section ``section``.
 
@@ -137,6 +141,11 @@ def operation(
     ``query`` (400). It returns data, which is dumped with ``response`` into a 200 JSON
     response, or a ready :class:`flask.Response`. ``statuses`` lists the error statuses the
     operation can answer, for the OpenAPI document.
+
+    ``dump=False``: the view returns data already in the wire shape of ``response`` (which
+    still documents it, and against which the tests validate every answer), so it is encoded
+    with orjson without a marshmallow pass. ``conditional=True``: the answer carries an
+    ``ETag`` (the view's own, else a digest of the body) and ``If-None-Match`` gets 304.
     """
 
     def decorator(view: Callable) -> Callable:
@@ -148,8 +157,13 @@ def operation(
             args = parse_query(query) if query is not None else {}
             result = view(caller, db, **path_args, **args)
             if not isinstance(result, Response):
-                result = json_response(response.dump(result) if response is not None else result)
+                result = json_response(response.dump(result) if dump and response is not None else result)
             result.headers.update(response_headers or {})
+            if conditional:
+                if not result.is_streamed and "ETag" not in result.headers:
+                    result.add_etag()
+                if "If-None-Match" in request.headers:  # werkzeug's check is not free: only when asked
+                    result.make_conditional(request)
             return result
 
         blueprint.add_url_rule(rule, view_func=endpoint, methods=[method])
@@ -166,6 +180,7 @@ def operation(
                 permission=permission,
                 statuses=(*statuses, *COMMON_STATUSES),
                 deprecated=deprecated,
+                conditional=conditional,
                 response_headers=dict(response_headers or {}),
             )
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-import orjson
 from marshmallow import ValidationError, fields
 
 from .timestamps import format_rfc3339
@@ -62,25 +61,3 @@ def validation_messages(error: ValidationError) -> list[str]:
 
     walk("", error.messages)
     return out
-
-
-class _RawJSON:
-    """Mixin: a value that is already JSON text (built by SQLite or stored verbatim) is
-    emitted as it is, without parsing and re-encoding; other values dump as usual."""
-
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
-        if isinstance(value, str):
-            return orjson.Fragment(value)
-        return super()._serialize(value, attr, obj, **kwargs)
-
-
-class RawJSONNested(_RawJSON, fields.Nested):
-    """A nested record (documented by its schema) held as JSON text."""
-
-
-class RawJSONDict(_RawJSON, fields.Dict):
-    """A free-form JSON object held as JSON text."""
-
-
-class RawJSONList(_RawJSON, fields.List):
-    """A JSON array (documented by its item field) held as JSON text."""

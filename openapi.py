@@ -76,6 +76,17 @@ def _operation(op) -> dict[str, Any]:
     headers = {
         name: {"schema": {"type": "string", "enum": [value]}} for name, value in op.response_headers.items()
     }
+    if op.conditional:
+        parameters.append(
+            {
+                "in": "header",
+                "name": "If-None-Match",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "An ETag from an earlier answer: 304 while it still matches.",
+            }
+        )
+        headers["ETag"] = {"schema": {"type": "string"}, "description": "Version of this answer."}
     responses: dict[str, Any] = {
         "200": {
             "description": "OK",
@@ -86,6 +97,8 @@ def _operation(op) -> dict[str, Any]:
     operation_id = op.endpoint.split(".")[-1]
     if operation_id in LINKS:
         responses["200"]["links"] = LINKS[operation_id]
+    if op.conditional:
+        responses["304"] = {"description": ERROR_DESCRIPTIONS[304]}
     for status in op.statuses:
         responses[str(status)] = {
             "description": ERROR_DESCRIPTIONS[status],

@@ -8,6 +8,9 @@ CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- data_version counts every change to the data the operations read (see the triggers at the
+-- end): answers computed from that data stay valid while it is unchanged (ETags, caches).
+INSERT OR IGNORE INTO settings (key, value) VALUES ('data_version', 0);
 
 -- Flag types and their expected lifetime (spec 4.2: "potentially stale" once a flag is
 -- at least this old). NULL lifetime: never potentially stale.
@@ -58,7 +61,9 @@ CREATE TABLE IF NOT EXISTS features (
     archived_at        TEXT CHECK (archived_at IS NULL OR archived_at >= created_at),
     last_seen_at       TEXT
 );
-CREATE INDEX IF NOT EXISTS features_project ON features (project_id, archived_at);
+-- Covers the per-project counts and health of spec 4.2 without touching the table.
+CREATE INDEX IF NOT EXISTS features_project_health
+    ON features (project_id, archived_at, type, created_at, stale);
 CREATE INDEX IF NOT EXISTS features_creator ON features (created_by_user_id, created_at);
 CREATE INDEX IF NOT EXISTS features_archived ON features (archived_at) WHERE archived_at IS NOT NULL;
 
@@ -128,3 +133,41 @@ CREATE TABLE IF NOT EXISTS scim_tokens (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS scim_tokens_one_active
     ON scim_tokens (revoked_at IS NULL) WHERE revoked_at IS NULL;
+
+-- Every write to the data behind the operations bumps settings.data_version.
+CREATE TRIGGER IF NOT EXISTS users_insert_version AFTER INSERT ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS users_update_version AFTER UPDATE ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS users_delete_version AFTER DELETE ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS projects_insert_version AFTER INSERT ON projects
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS projects_update_version AFTER UPDATE ON projects
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS projects_delete_version AFTER DELETE ON projects
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS project_members_insert_version AFTER INSERT ON project_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS project_members_update_version AFTER UPDATE ON project_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS project_members_delete_version AFTER DELETE ON project_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_insert_version AFTER INSERT ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_update_version AFTER UPDATE ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_delete_version AFTER DELETE ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_insert_version AFTER INSERT ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_update_version AFTER UPDATE ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_delete_version AFTER DELETE ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS favorite_features_insert_version AFTER INSERT ON favorite_features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS favorite_features_update_version AFTER UPDATE ON favorite_features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+CREATE TRIGGER IF NOT EXISTS favorite_features_delete_version AFTER DELETE ON favorite_features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;

@@ -27,3 +27,5 @@ def register(app: Flask) -> None:
         health,
     ):
         app.register_blueprint(module.bp)
+        if hasattr(module, "init_app"):  # per-app state of a blueprint (caches, precomputed answers)
+            module.init_app(app)

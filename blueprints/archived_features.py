@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from flask import Blueprint
+from collections.abc import Iterator
+from itertools import islice
+
+from flask import Blueprint, Response, current_app, stream_with_context
 from marshmallow import Schema, fields
+from werkzeug.http import generate_etag
 
 from ..api import operation
-from ..fields import RawJSONList, Timestamp
+from ..fields import Timestamp
 from ..store import archived_features
+from ..store import settings as store_settings
 
 bp = Blueprint("archived_features", __name__, url_prefix="/api/admin")
 
@@ -35,7 +40,7 @@ class ArchivedFeatureSchema(Schema):
     createdAt = Timestamp()
     archivedAt = Timestamp()
     lastSeenAt = Timestamp(allow_none=True, metadata={"deprecated": True})
-    environments = RawJSONList(fields.Nested(FeatureEnvironmentSchema), metadata={"deprecated": True})
+    environments = fields.List(fields.Nested(FeatureEnvironmentSchema), metadata={"deprecated": True})
 
 
 class ArchivedFeaturesSchema(Schema):
@@ -43,6 +48,10 @@ class ArchivedFeaturesSchema(Schema):
 
     version = fields.Integer(required=True)
     features = fields.List(fields.Nested(ArchivedFeatureSchema), required=True)
+
+
+#: Archived flags per chunk of the streamed body.
+ROWS_PER_CHUNK = 500
 
 
 @operation(
@@ -53,11 +62,28 @@ class ArchivedFeaturesSchema(Schema):
     response=ArchivedFeaturesSchema(),
     statuses=(401,),
     deprecated=True,
+    conditional=True,
 )
 def get_archived_features(caller, db):
     """Archived flags of the projects the caller sees, most recently archived first.
 
-    Deprecated (spec 4.4, 9.3) and still served. Any valid API token.
+    Deprecated (spec 4.4, 9.3) and still served. Any valid API token. The body is streamed in
+    chunks as SQLite builds each flag's JSON, so memory does not grow with the number of
+    flags. The ETag names the data version and the caller's view of it, so If-None-Match is
+    answered 304 without reading a flag.
     """
-    features = list(archived_features.archived_features(db, caller.user_id, caller.sees_all_projects))
-    return {"version": FEATURE_SCHEMA_VERSION, "features": features}
+    scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
+    version = f"{current_app.config['INSTANCE_ID']} {store_settings.data_version(db)} {scope}"
+
+    def body() -> Iterator[bytes]:
+        yield b'{"version":%d,"features":[' % FEATURE_SCHEMA_VERSION
+        rows = archived_features.archived_features_json(db, caller.user_id, caller.sees_all_projects)
+        separator = b""
+        for chunk in iter(lambda: list(islice(rows, ROWS_PER_CHUNK)), []):
+            yield separator + ",".join(chunk).encode()
+            separator = b","
+        yield b"]}"
+
+    response = Response(stream_with_context(body()), mimetype="application/json")
+    response.set_etag(generate_etag(version.encode()))
+    return response

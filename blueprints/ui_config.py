@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app
+import orjson
+from flask import Blueprint, Response, current_app
 from marshmallow import Schema, fields, validate
+from werkzeug.http import generate_etag
 
 from .. import __version__
 from ..api import operation
@@ -97,6 +99,10 @@ def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
     }
 
 
+#: Key of the app's precomputed answer: ``(body bytes, ETag)``.
+ANSWER = "flagadmin.ui_config"
+
+
 @operation(
     bp,
     "/ui-config",
@@ -104,11 +110,21 @@ def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
     summary="Get UI configuration",
     response=UiConfigSchema(),
     statuses=(401,),
+    conditional=True,
 )
 def get_ui_config(caller, db):
-    """Version information, resource limits and instance settings. Any valid API token."""
-    return ui_config(
-        current_app.config["SETTINGS"],
-        current_app.config["BASE_URI_PATH"],
-        current_app.config["INSTANCE_ID"],
-    )
+    """Version information, resource limits and instance settings. Any valid API token.
+
+    The answer depends on start-up settings only, so it is built once per app.
+    """
+    body, etag = current_app.extensions[ANSWER]
+    response = Response(body, mimetype="application/json")
+    response.set_etag(etag)
+    return response
+
+
+def init_app(app) -> None:
+    """Build ``app``'s ui-config answer once, through :class:`UiConfigSchema`."""
+    record = ui_config(app.config["SETTINGS"], app.config["BASE_URI_PATH"], app.config["INSTANCE_ID"])
+    body = orjson.dumps(UiConfigSchema().dump(record))
+    app.extensions[ANSWER] = (body, generate_etag(body))

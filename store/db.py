@@ -16,11 +16,16 @@ from pathlib import Path
 import sqlite_utils
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Upgrades from version N-1 to N, as SQL run before ``schema.sql`` (which then creates
 #: whatever is missing). Index 0 upgrades 0 (a new, empty file) to 1 and is empty.
-MIGRATIONS: tuple[str, ...] = ("",)
+MIGRATIONS: tuple[str, ...] = (
+    "",
+    # 1 -> 2: features_project_health replaces features_project; schema.sql adds it, the
+    # data_version row and its triggers.
+    "DROP INDEX IF EXISTS features_project;",
+)
 
 #: Milliseconds a connection waits for another writer before it gives up.
 BUSY_TIMEOUT_MS = 10_000

@@ -17,7 +17,7 @@ def page(db: sqlite_utils.Database, integration_id: int, limit: int, offset: int
     """Return up to ``limit`` events of one integration, newest first, skipping ``offset``.
 
     Each item: ``{"id": str, "integrationId": int, "createdAt": str, "state": str,
-    "stateDetails": str, "event": str (JSON text), "details": str (JSON text)}``.
+    "stateDetails": str, "event": bytes (JSON text), "details": bytes (JSON text)}``.
     The offset is turned into a bound on ``seq`` (the gap-free per-integration number), so
     the cost is one index seek whatever the offset.
     """
@@ -27,7 +27,8 @@ def page(db: sqlite_utils.Database, integration_id: int, limit: int, offset: int
     if top is None or offset >= top:
         return []
     rows = db.execute(
-        "SELECT id, integration_id, created_at, state, state_details, event, details"
+        "SELECT id, integration_id, created_at, state, state_details,"
+        " CAST(event AS BLOB), CAST(details AS BLOB)"
         " FROM integration_events WHERE integration_id = ? AND seq <= ?"
         " ORDER BY seq DESC LIMIT ?",
         [integration_id, top - offset, limit],

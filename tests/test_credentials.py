@@ -307,12 +307,12 @@ def _fail(*args, **kwargs):
 def test_admin_api__any_status__no_store_and_nosniff(
     db_path, monkeypatch, admin_token, alice, status, method, path, token, data
 ):
-    # Given: an app allowing one failure a minute, whose ui-config fails when a 500 is wanted
+    # Given: an app allowing one failure a minute, whose token lookup fails when a 500 is wanted
     client = make_app(db_path, auth_failure_limit="1/minute").test_client()
     if status == 429:
         client.get(UI)
     if status == 500:
-        monkeypatch.setattr("flagadmin.blueprints.ui_config.ui_config", _fail)
+        monkeypatch.setattr("flagadmin.store.tokens.find_caller", _fail)
     headers = auth({"admin": admin_token, "alice": alice}[token]) if token else {}
     # When
     response = client.open(path, method=method, headers=headers, data=data)

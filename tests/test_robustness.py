@@ -344,16 +344,20 @@ def columns(path: Path, table: str) -> list[str]:
         conn.close()
 
 
-def test_ensure_schema__migration_to_version_2_succeeds__upgraded_and_data_intact(db_path, monkeypatch):
-    # Given: a version 1 database with the demo data, and code at version 2
+CURRENT = store_db.SCHEMA_VERSION
+NEXT = CURRENT + 1
+
+
+def test_ensure_schema__migration_to_next_version_succeeds__upgraded_and_data_intact(db_path, monkeypatch):
+    # Given: a database at the current version with the demo data, and code one version ahead
     counts = table_counts(db_path)
-    monkeypatch.setattr(store_db, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store_db, "MIGRATIONS", ("", ADD_NICKNAME))
+    monkeypatch.setattr(store_db, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(store_db, "MIGRATIONS", (*store_db.MIGRATIONS, ADD_NICKNAME))
     # When
     found = store_db.ensure_schema(db_path)
     # Then: upgraded, the migration's change is there, and nothing else changed
-    assert found == 1
-    assert pragma(db_path, "user_version") == 2
+    assert found == CURRENT
+    assert pragma(db_path, "user_version") == NEXT
     assert "nickname" in columns(db_path, "users")
     conn = sqlite3.connect(db_path)
     assert conn.execute("SELECT nickname FROM users WHERE username = 'alice'").fetchone() == ("n-alice",)
@@ -361,29 +365,31 @@ def test_ensure_schema__migration_to_version_2_succeeds__upgraded_and_data_intac
     assert table_counts(db_path) == counts
     assert pragma(db_path, "integrity_check") == "ok"
     # and a second run is harmless
-    assert store_db.ensure_schema(db_path) == 2
+    assert store_db.ensure_schema(db_path) == NEXT
 
 
-def test_ensure_schema__migration_fails_halfway__version_1_and_nothing_of_it_left(db_path, monkeypatch):
+def test_ensure_schema__migration_fails_halfway__old_version_and_nothing_of_it_left(db_path, monkeypatch):
     """The upgrade runs in one transaction: the statements that succeeded before the failing
     one are rolled back with it."""
     # Given: a migration whose fourth statement fails, after a CREATE, an ALTER and an UPDATE
     before = fingerprint(db_path)
-    monkeypatch.setattr(store_db, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_db, "SCHEMA_VERSION", NEXT)
     monkeypatch.setattr(
         store_db,
         "MIGRATIONS",
         (
-            "",
+            *store_db.MIGRATIONS,
             "CREATE TABLE audit_log (id INTEGER PRIMARY KEY);\n"
             + ADD_NICKNAME
             + "INSERT INTO nowhere VALUES (1);",
         ),
     )
     # When / Then: refused with a message that says the file was not changed
-    with pytest.raises(store_db.SchemaError, match=r"from version 1 to 2 failed \(no such table: nowhere\)"):
+    with pytest.raises(
+        store_db.SchemaError, match=rf"from version {CURRENT} to {NEXT} failed \(no such table: nowhere\)"
+    ):
         store_db.ensure_schema(db_path)
-    assert pragma(db_path, "user_version") == 1
+    assert pragma(db_path, "user_version") == CURRENT
     assert "audit_log" not in table_counts(db_path)
     assert "nickname" not in columns(db_path, "users")
     assert fingerprint(db_path) == before
@@ -392,8 +398,10 @@ def test_ensure_schema__migration_fails_halfway__version_1_and_nothing_of_it_lef
 
 def test_init_db__migration_fails__clean_message_nonzero_exit(invoke, db_path, monkeypatch):
     # Given
-    monkeypatch.setattr(store_db, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store_db, "MIGRATIONS", ("", "ALTER TABLE nowhere ADD COLUMN x TEXT;"))
+    monkeypatch.setattr(store_db, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(
+        store_db, "MIGRATIONS", (*store_db.MIGRATIONS, "ALTER TABLE nowhere ADD COLUMN x TEXT;")
+    )
     # When
     result = invoke("init-db", db=str(db_path))
     # Then: a message, not a traceback
@@ -401,22 +409,56 @@ def test_init_db__migration_fails__clean_message_nonzero_exit(invoke, db_path, m
     assert "failed (no such table: nowhere)" in result.output
     assert "not changed" in result.output
     assert "Traceback" not in result.output
-    assert pragma(db_path, "user_version") == 1
+    assert pragma(db_path, "user_version") == CURRENT
 
 
-def test_ensure_schema__new_file_at_version_2__gets_schema_sql_without_migrations(tmp_path, monkeypatch):
+def test_ensure_schema__new_file__gets_schema_sql_without_migrations(tmp_path, monkeypatch):
     """A new database is created from schema.sql, the current schema; the migrations, which
     change existing tables, are for existing databases only."""
-    # Given: code at version 2 whose migration alters a table
-    monkeypatch.setattr(store_db, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store_db, "MIGRATIONS", ("", ADD_NICKNAME))
+    # Given: code one version ahead whose migration alters a table
+    monkeypatch.setattr(store_db, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(store_db, "MIGRATIONS", (*store_db.MIGRATIONS, ADD_NICKNAME))
     path = tmp_path / "new.db"
     # When
     found = store_db.ensure_schema(path)
     # Then
     assert found == 0
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == NEXT
     assert "users" in table_counts(path)
+
+
+def test_ensure_schema__version_1_database__upgraded_to_data_version_triggers(db_path):
+    """The real 1 -> 2 upgrade: features_project_health replaces features_project, and the
+    data_version row and its triggers appear, in one transaction, data intact."""
+    # Given: the demo database taken back to version 1's shape
+    conn = sqlite3.connect(db_path)
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.executescript(
+        "DROP INDEX features_project_health;"
+        "CREATE INDEX features_project ON features (project_id, archived_at);"
+        "DELETE FROM settings WHERE key = 'data_version';"
+        "PRAGMA user_version = 1;"
+    )
+    conn.close()
+    counts = table_counts(db_path)
+    # When
+    found = store_db.ensure_schema(db_path)
+    # Then
+    assert found == 1
+    assert pragma(db_path, "user_version") == CURRENT
+    conn = sqlite3.connect(db_path)
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+    version = conn.execute("SELECT value FROM settings WHERE key = 'data_version'").fetchone()[0]
+    conn.execute("UPDATE features SET stale = 1 WHERE name = 'dark-mode'")
+    bumped = conn.execute("SELECT value FROM settings WHERE key = 'data_version'").fetchone()[0]
+    conn.rollback()
+    conn.close()
+    assert "features_project_health" in indexes and "features_project" not in indexes
+    assert triggers == 18
+    assert int(bumped) == int(version) + 1
+    assert table_counts(db_path) == {**counts, "settings": counts["settings"] + 1}
 
 
 def test_serve__newer_database__exits_nonzero_with_message_and_file_untouched(db_path):

@@ -1,0 +1,157 @@
+"""ETags with 304 for 4.2, 4.3 and 4.4, gzip when asked, and the dashboard's reuse of answers
+that stays exact: a seed load or a flag reaching its lifetime gives a new answer."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from flagadmin.blueprints import personal_dashboard as dashboard_view
+from flagadmin.timestamps import format_rfc3339
+
+from helpers import auth
+
+DASHBOARD = "/api/admin/personal-dashboard"
+CONDITIONAL = [DASHBOARD, "/api/admin/ui-config", "/api/admin/archive/features"]
+
+
+@pytest.mark.parametrize("path", CONDITIONAL)
+def test_conditional__same_etag__304_without_body(client, alice, assert_valid, path):
+    # Given
+    first = client.get(path, headers=auth(alice))
+    etag = first.headers["ETag"]
+    # When
+    again = client.get(path, headers={**auth(alice), "If-None-Match": etag})
+    # Then
+    assert first.status_code == 200
+    assert again.status_code == 304
+    assert again.get_data() == b""
+    assert again.headers["ETag"] == etag
+
+
+@pytest.mark.parametrize("path", CONDITIONAL)
+def test_conditional__other_etag__200_with_body(client, alice, path):
+    response = client.get(path, headers={**auth(alice), "If-None-Match": '"not-it"'})
+    assert response.status_code == 200
+    assert response.get_json()
+
+
+def test_archive__etag__differs_by_what_the_caller_sees(client, alice, victor):
+    path = "/api/admin/archive/features"
+    assert (
+        client.get(path, headers=auth(alice)).headers["ETag"]
+        != client.get(path, headers=auth(victor)).headers["ETag"]
+    )
+
+
+def test_archive__seed_load__new_etag_and_new_flag(client, db, admin_token):
+    # Given
+    path = "/api/admin/archive/features"
+    before = client.get(path, headers=auth(admin_token))
+    # When: a flag is archived by a seed load
+    seed(
+        db,
+        {
+            "features": [
+                {
+                    "name": "late-archive",
+                    "project": "default",
+                    "type": "release",
+                    "createdAt": "2026-01-01T00:00:00Z",
+                    "archivedAt": "2026-11-01T00:00:00Z",
+                }
+            ]
+        },
+    )
+    after = client.get(path, headers={**auth(admin_token), "If-None-Match": before.headers["ETag"]})
+    # Then
+    assert after.status_code == 200
+    assert "late-archive" in {f["name"] for f in after.get_json()["features"]}
+
+
+def test_gzip__large_answer__compressed_when_accepted(client, admin_token):
+    plain = client.get("/api/admin/addons/1/events?limit=100", headers=auth(admin_token))
+    packed = client.get(
+        "/api/admin/addons/1/events?limit=100", headers={**auth(admin_token), "Accept-Encoding": "gzip"}
+    )
+    assert "Content-Encoding" not in plain.headers
+    assert packed.headers["Content-Encoding"] == "gzip"
+    assert len(packed.get_data()) < len(plain.get_data()) / 3
+    assert json.loads(gzip.decompress(packed.get_data())) == plain.get_json()
+
+
+def test_gzip__streamed_archive__compressed_and_whole(client, admin_token):
+    path = "/api/admin/archive/features"
+    plain = client.get(path, headers=auth(admin_token)).get_json()
+    packed = client.get(path, headers={**auth(admin_token), "Accept-Encoding": "gzip"})
+    assert packed.headers["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(packed.get_data())) == plain
+
+
+def seed(db, document: dict) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from flagadmin.seed_documents import load_files
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "extra.json"
+        path.write_text(json.dumps(document))
+        load_files(db, [path])
+
+
+def test_dashboard__seed_load__next_answer_sees_it(client, db, alice):
+    # Given: alice's dashboard, answered (and kept) once
+    before = client.get(DASHBOARD, headers=auth(alice)).get_json()
+    # When: a flag of hers is created, by a seed load
+    seed(
+        db,
+        {
+            "features": [
+                {
+                    "name": "fresh-flag",
+                    "project": "mobile",
+                    "type": "release",
+                    "createdAt": format_rfc3339(datetime.now(UTC)),
+                    "createdByUserId": 2,
+                }
+            ]
+        },
+    )
+    after = client.get(DASHBOARD, headers=auth(alice)).get_json()
+    # Then
+    assert "fresh-flag" not in {f["name"] for f in before["flags"]}
+    assert after["flags"][0]["name"] == "fresh-flag"
+
+
+def test_dashboard__flag_reaches_its_lifetime__health_changes_without_a_write(
+    client, db, make_token, monkeypatch
+):
+    # Given: a project of one release flag that turns potentially stale in one hour
+    now = datetime.now(UTC)
+    seed(
+        db,
+        {
+            "users": [{"id": 700, "username": "tess", "rootRole": "Viewer"}],
+            "projects": [{"id": "timed", "name": "Timed", "members": [{"userId": 700, "role": "Owner"}]}],
+            "features": [
+                {
+                    "name": "timed-flag",
+                    "project": "timed",
+                    "type": "release",
+                    "createdAt": format_rfc3339(now - timedelta(days=40) + timedelta(hours=1)),
+                }
+            ],
+        },
+    )
+    token = make_token(user="tess")
+    healthy = client.get(DASHBOARD, headers=auth(token)).get_json()["projects"][0]["health"]
+    # When: two hours pass, and nothing is written
+    later = format_rfc3339(now + timedelta(hours=2))
+    monkeypatch.setattr(dashboard_view, "now_rfc3339", lambda: later)
+    stale = client.get(DASHBOARD, headers=auth(token)).get_json()["projects"][0]["health"]
+    # Then
+    assert (healthy, stale) == (100, 0)
