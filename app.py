@@ -86,15 +86,18 @@ def _with_git_revision(settings):
 
 # --- command line -----------------------------------------------------------------------
 
-database_option = click.option(
-    "--db",
-    "database",
-    envvar="FLAGADMIN_DATABASE",
-    default=DEFAULT_DATABASE,
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="SQLite database file (env FLAGADMIN_DATABASE). Created if missing.",
-)
+
+def database_option(help_text: str = "SQLite database file (env FLAGADMIN_DATABASE). Created if missing."):
+    """The ``--db PATH`` option every command takes (default ``$FLAGADMIN_DATABASE``)."""
+    return click.option(
+        "--db",
+        "database",
+        envvar="FLAGADMIN_DATABASE",
+        default=DEFAULT_DATABASE,
+        show_default=True,
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
 
 
 def _open(database: str):
@@ -118,7 +121,7 @@ def cli() -> None:
 
 
 @cli.command("init-db")
-@database_option
+@database_option()
 def init_db(database: str) -> None:
     """Create the database, or upgrade its schema; harmless to run twice.
 
@@ -134,7 +137,7 @@ def init_db(database: str) -> None:
 
 
 @cli.command("seed")
-@database_option
+@database_option()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 def seed(database: str, paths: tuple[str, ...]) -> None:
     """Load seed documents (files, or folders of *.json) in one transaction.
@@ -164,7 +167,7 @@ def seed(database: str, paths: tuple[str, ...]) -> None:
 
 
 @cli.command("create-token")
-@database_option
+@database_option()
 @click.option("--admin", "admin", is_flag=True, help="An admin API token (acts as Admin).")
 @click.option("--user", "username", metavar="USERNAME", help="A personal access token for this user.")
 @click.option("--name", default=None, help="A label shown by list-tokens.")
@@ -236,7 +239,7 @@ def _expiry(duration: str | None) -> str | None:
 
 
 @cli.command("list-tokens")
-@database_option
+@database_option()
 def list_tokens(database: str) -> None:
     """List the API tokens: id, status, kind, user, name, when created, last used, expiring
     and revoked. Never a token or its digest.
@@ -276,7 +279,7 @@ def list_tokens(database: str) -> None:
 
 
 @cli.command("revoke-token")
-@database_option
+@database_option()
 @click.argument("token_id", metavar="ID", type=click.IntRange(min=1))
 def revoke_token(database: str, token_id: int) -> None:
     """Revoke the API token with this ID (see list-tokens); it gets 401 from the next request.
@@ -301,15 +304,7 @@ def revoke_token(database: str, token_id: int) -> None:
 
 
 @cli.command("backup")
-@click.option(
-    "--db",
-    "database",
-    envvar="FLAGADMIN_DATABASE",
-    default=DEFAULT_DATABASE,
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="SQLite database file to copy (env FLAGADMIN_DATABASE); never created or changed.",
-)
+@database_option("SQLite database file to copy (env FLAGADMIN_DATABASE); never created or changed.")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--force", is_flag=True, help="Replace PATH if it exists.")
 def backup(database: str, path: str, force: bool) -> None:
@@ -337,7 +332,7 @@ def backup(database: str, path: str, force: bool) -> None:
 
 
 @cli.command("serve")
-@database_option
+@database_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=4242, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Worker threads.")
