@@ -131,7 +131,6 @@ def operation(
     statuses: tuple[int, ...] = (401,),
     deprecated: bool = False,
     response_headers: dict[str, str] | None = None,
-    dump: bool = True,
     conditional: bool = False,
 ) -> Callable:
     """Register the decorated view as an operation of spec section ``section``.
@@ -142,9 +141,9 @@ def operation(
     response, or a ready :class:`flask.Response`. ``statuses`` lists the error statuses the
     operation can answer, for the OpenAPI document.
 
-    ``dump=False``: the view returns data already in the wire shape of ``response`` (which
-    still documents it, and against which the tests validate every answer), so it is encoded
-    with orjson without a marshmallow pass. ``conditional=True``: the answer carries an
+    A view that builds its body itself (in the wire shape that ``response`` documents, and
+    against which the tests validate every answer) returns it as a Response, with no
+    marshmallow pass. ``conditional=True``: the answer carries an
     ``ETag`` (the view's own, else a digest of the body) and ``If-None-Match`` gets 304.
     """
 
@@ -157,7 +156,7 @@ def operation(
             args = parse_query(query) if query is not None else {}
             result = view(caller, db, **path_args, **args)
             if not isinstance(result, Response):
-                result = json_response(response.dump(result) if dump and response is not None else result)
+                result = json_response(response.dump(result) if response is not None else result)
             result.headers.update(response_headers or {})
             if conditional:
                 if not result.is_streamed and "ETag" not in result.headers:

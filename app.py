@@ -19,7 +19,7 @@ from typing import Any
 import click
 from flask import Flask
 
-from . import __version__, access_log, api, blueprints, errors, http_headers, throttle
+from . import __version__, access_log, api, auth, blueprints, errors, http_headers, throttle
 from .config import SettingsError, settings_from_env
 from .jsonio import OrjsonProvider
 from .store import db as store_db
@@ -58,6 +58,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     finally:
         db.close()
     errors.register(app)
+    auth.init_app(app)
     throttle.init_app(app)
     http_headers.init_app(app)
     access_log.init_app(app)

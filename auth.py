@@ -8,9 +8,12 @@ Admins and Editors, and to anyone with a role in it.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
+from datetime import datetime
 
-from flask import request
+from flask import Flask, current_app, request
 
 from . import throttle
 from .errors import AuthenticationRequired, NoAccessError
@@ -40,6 +43,7 @@ class Caller:
     user_id: int | None
     root_role: str
     last_used_at: str | None = None
+    expires_at: str | None = None
 
     @property
     def sees_all_projects(self) -> bool:
@@ -75,9 +79,10 @@ def bearer_token(header: str | None) -> str:
 def authenticate(db) -> Caller:
     """Return the :class:`Caller` of the current request.
 
-    The token is looked up by its digest on every request (nothing is cached), so a revoked or
-    expired token is refused at once. A failure counts against the client address; a valid
-    token is never throttled.
+    The token is looked up by its digest. A token found valid is remembered by its digest until
+    it expires or until any other connection commits (``PRAGMA data_version`` moves, checked on
+    every request), so a revoked or expired token is still refused at once. A failure counts
+    against the client address; a valid token is never throttled.
 
     :raise AuthenticationRequired: no valid, unexpired, unrevoked API token (spec 5.2).
     :raise TooManyRequestsError: no valid token, and the address has failed too often lately.
@@ -89,16 +94,59 @@ def authenticate(db) -> Caller:
         raise
 
 
+CALLERS = "flagadmin.callers"
+
+
+@dataclass
+class _Known:
+    """A token found valid: its caller, when it expires (epoch seconds) and when its
+    ``last_used_at`` is next due (monotonic seconds)."""
+
+    caller: Caller
+    expires: float | None
+    touch_due: float
+
+
+class _KnownCallers(threading.local):
+    """Per thread, so per database connection: tokens found valid, by digest, kept while
+    ``PRAGMA data_version`` of that connection stays the same, that is while no other
+    connection has committed anything (a revocation, a new token, a seed load...)."""
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+        self.by_digest: dict[str, _Known] = {}
+
+
 def _authenticate(db) -> Caller:
     token = bearer_token(request.headers.get("Authorization"))
-    found = tokens.find_caller(db, token)
-    if found is None:
-        raise AuthenticationRequired(
-            "The API token in the Authorization header is unknown, revoked or expired. " + _HOW
-        )
-    caller = Caller(**found)
-    tokens.touch(db, caller.token_id, caller.last_used_at)
-    return caller
+    known_callers: _KnownCallers = current_app.extensions[CALLERS]
+    version = tokens.change_counter(db)
+    if version != known_callers.version:
+        known_callers.by_digest.clear()
+        known_callers.version = version
+    key = tokens.digest(token)
+    known = known_callers.by_digest.get(key)
+    if known is None or (known.expires is not None and known.expires <= time.time()):
+        found = tokens.find_caller(db, token)
+        if found is None:
+            known_callers.by_digest.pop(key, None)
+            raise AuthenticationRequired(
+                "The API token in the Authorization header is unknown, revoked or expired. " + _HOW
+            )
+        caller = Caller(**found)
+        tokens.touch(db, caller.token_id, caller.last_used_at)
+        expires = datetime.fromisoformat(caller.expires_at).timestamp() if caller.expires_at else None
+        known = _Known(caller, expires, time.monotonic() + tokens.LAST_USED_GRANULARITY_S)
+        known_callers.by_digest[key] = known
+    elif time.monotonic() >= known.touch_due:
+        tokens.touch(db, known.caller.token_id, None)
+        known.touch_due = time.monotonic() + tokens.LAST_USED_GRANULARITY_S
+    return known.caller
+
+
+def init_app(app: Flask) -> None:
+    """Give ``app`` its per-thread record of tokens found valid."""
+    app.extensions[CALLERS] = _KnownCallers()
 
 
 def require(caller: Caller, permission: str | None) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from threading import Lock
 
 import orjson
-from flask import Blueprint
+from cachetools import LRUCache
+from flask import Blueprint, Response, current_app
 from marshmallow import INCLUDE, Schema, fields, validate
 
 from .. import auth
@@ -87,6 +89,11 @@ class IntegrationEventsQuerySchema(Schema):
     )
 
 
+#: Pages kept per app, by (integration, head, limit, offset): at most this many body bytes.
+PAGE_CACHE_BYTES = 16 * 1024 * 1024
+PAGES = "flagadmin.integration_event_pages"
+
+
 @operation(
     bp,
     "/addons/<id>/events",
@@ -96,22 +103,37 @@ class IntegrationEventsQuerySchema(Schema):
     query=IntegrationEventsQuerySchema(),
     permission=auth.ADMIN,
     statuses=(400, 401, 403, 404),
-    dump=False,
 )
 def list_integration_events(caller, db, id: str, limit: int, offset: int):
     """The events that integration ``id`` handled, newest first, ``limit`` from ``offset``.
 
     Needs the ADMIN permission. An ``id`` that names no integration configuration, numeric
     or not, is 404 NotFoundError (spec 4.1, 7). Items are built in their wire shape (no
-    marshmallow pass); :class:`IntegrationEventsSchema` documents them.
+    marshmallow pass); :class:`IntegrationEventsSchema` documents them. The log only grows,
+    so a page is kept by its log head: a page asked again before the next event arrives is
+    answered with the same bytes.
     """
-    if not _DECIMAL_ID.fullmatch(id) or not integration_events.integration_exists(db, int(id)):
+    top = integration_events.head(db, int(id)) if _DECIMAL_ID.fullmatch(id) else None
+    if top is None:
         raise NotFoundError(
             f"No integration configuration has the id {id!r}: integration ids are decimal integers."
         )
-    items = integration_events.page(db, int(id), limit, offset)
-    for item in items:
-        # Stored as compact JSON text exactly as loaded: embedded as it is, never re-encoded.
-        item["event"] = orjson.Fragment(item["event"])
-        item["details"] = orjson.Fragment(item["details"])
-    return {"integrationEvents": items}
+    key = (int(id), top, limit, offset)
+    pages, lock = current_app.extensions[PAGES]
+    with lock:
+        body = pages.get(key)
+    if body is None:
+        items = integration_events.page(db, int(id), top, limit, offset)
+        for item in items:
+            # Stored as compact JSON text exactly as loaded: embedded as it is, never re-encoded.
+            item["event"] = orjson.Fragment(item["event"])
+            item["details"] = orjson.Fragment(item["details"])
+        body = orjson.dumps({"integrationEvents": items})
+        with lock:
+            pages[key] = body
+    return Response(body, mimetype="application/json")
+
+
+def init_app(app) -> None:
+    """Give ``app`` its cache of integration event pages."""
+    app.extensions[PAGES] = (LRUCache(maxsize=PAGE_CACHE_BYTES, getsizeof=len), Lock())

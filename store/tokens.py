@@ -102,11 +102,12 @@ def find_caller(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
     """Return the caller that ``token`` authenticates, or None.
 
     Shape: ``{"token_id": int, "kind": "admin"|"personal", "user_id": int|None,
-    "root_role": "Admin"|"Editor"|"Viewer", "last_used_at": str|None}``. An admin token acts
-    with root role Admin. Revoked and expired tokens authenticate nobody.
+    "root_role": "Admin"|"Editor"|"Viewer", "last_used_at": str|None, "expires_at":
+    str|None}``. An admin token acts with root role Admin. Revoked and expired tokens
+    authenticate nobody.
     """
     row = db.execute(
-        "SELECT t.id, t.kind, t.user_id, COALESCE(u.root_role, 'Admin'), t.last_used_at"
+        "SELECT t.id, t.kind, t.user_id, COALESCE(u.root_role, 'Admin'), t.last_used_at, t.expires_at"
         " FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id"
         " WHERE t.digest = ? AND t.revoked_at IS NULL"
         " AND (t.expires_at IS NULL OR t.expires_at > ?)"
@@ -121,7 +122,14 @@ def find_caller(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
         "user_id": row[2],
         "root_role": row[3],
         "last_used_at": row[4],
+        "expires_at": row[5],
     }
+
+
+def change_counter(db: sqlite_utils.Database) -> int:
+    """Return ``PRAGMA data_version``: it moves whenever another connection (another thread,
+    or a command such as ``revoke-token``) commits. Equal values: nothing changed meanwhile."""
+    return db.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
 def touch(db: sqlite_utils.Database, token_id: int, last_used_at: str | None) -> None:

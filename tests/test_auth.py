@@ -70,3 +70,27 @@ def test_token__use__recorded_as_last_used(client, db, alice):
         "SELECT last_used_at FROM api_tokens WHERE digest = ?", [tokens.digest(alice)]
     ).fetchone()
     assert row[0] is not None
+
+
+def test_token__revoked_while_remembered__401_on_the_next_request(client, db, admin_token):
+    # Given: a token the app has found valid (and remembers)
+    assert client.get(UI, headers=auth(admin_token)).status_code == 200
+    # When: another connection revokes it, as `flagadmin revoke-token` does
+    db.execute("UPDATE api_tokens SET revoked_at = ?", [now_rfc3339()])
+    db.conn.commit()
+    # Then
+    assert client.get(UI, headers=auth(admin_token)).status_code == 401
+
+
+def test_token__expires_while_remembered__401_once_expired(client, make_token):
+    # Given: a token valid for one more second, found valid
+    from datetime import timedelta
+
+    token = make_token("admin", expires_at=now_rfc3339(timedelta(seconds=1)))
+    assert client.get(UI, headers=auth(token)).status_code == 200
+    # When: the second passes, with no write anywhere
+    import time
+
+    time.sleep(1.1)
+    # Then
+    assert client.get(UI, headers=auth(token)).status_code == 401

@@ -127,3 +127,42 @@ def test_events__no_token__401(client, assert_valid):
     assert response.status_code == 401
     assert_valid(response, PATH)
     assert response.get_json()["name"] == "AuthenticationRequired"
+
+
+def test_events__new_event_loaded__first_page_shows_it(client, db, admin_token, tmp_path):
+    """Pages are kept by log head: an appended event moves the head, so no stale page."""
+    import json
+
+    from flagadmin.seed_documents import load_files
+
+    # Given: the first page, read (and kept) once
+    before = events(client, admin_token, "?limit=5").get_json()["integrationEvents"]
+    # When: one more event is loaded for integration 1
+    document = tmp_path / "more.json"
+    event = {
+        "id": 999,
+        "createdAt": "2026-11-22T01:00:00.000Z",
+        "type": "feature-created",
+        "createdBy": "admin",
+    }
+    document.write_text(
+        json.dumps(
+            {
+                "integrationEvents": [
+                    {
+                        "integrationId": 1,
+                        "createdAt": "2026-11-22T01:00:01.000Z",
+                        "state": "success",
+                        "stateDetails": "ok",
+                        "event": event,
+                        "details": {},
+                    }
+                ]
+            }
+        )
+    )
+    load_files(db, [document])
+    after = events(client, admin_token, "?limit=5").get_json()["integrationEvents"]
+    # Then: the new event leads, and the rest moved down by one
+    assert after[0]["event"] == event
+    assert [e["id"] for e in after[1:]] == [e["id"] for e in before[:4]]
