@@ -3,8 +3,10 @@
 ``--mode flask``: one Flask route answering every path (the floor of flagadmin's stack: Flask,
 Werkzeug, waitress, no database, no serialization). ``--mode wsgi``: a bare WSGI callable.
 
-Usage: ``python bench/ceilings.py --mode flask --body FILE --port N [--threads 8]``; run.py
-starts it pinned to the server's core, like ``flagadmin serve``.
+Both are served by ``flagadmin.serving.serve``, the waitress set-up of ``flagadmin serve``, so
+that only the application differs. Usage:
+``python bench/ceilings.py --mode flask --body FILE --port N [--threads 8]``; run.py starts it
+pinned to the server's core, like ``flagadmin serve``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import waitress
 from flask import Flask, Response
+
+from flagadmin.serving import serve
 
 JSON = "application/json"
 
@@ -50,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     body = args.body.read_bytes()
     app = flask_app(body) if args.mode == "flask" else wsgi_app(body)
-    waitress.serve(app, host="127.0.0.1", port=args.port, threads=args.threads, ident="flagadmin")
+    serve(app, host="127.0.0.1", port=args.port, threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ def medians(runs: list[dict]) -> dict:
         "requests": statistics.median(r["requests"] for r in runs),
         "peak_mib": max(r["peak_rss_kb"] for r in runs) / 1024,
         "errors": sum(r["errors"] for r in runs),
+        "first_ms": statistics.median(r["first_ms"] for r in runs),
     }
 
 
@@ -58,6 +59,16 @@ def verdicts(results: dict) -> list[tuple[str, bool, str]]:
     return out
 
 
+def _code_line(results: dict) -> str:
+    line = f"- Code: flagadmin source digest {results['code_digest']}, a copy of the working tree taken "
+    if results["tree_digest_end"] == results["tree_digest_start"] == results["code_digest"]:
+        return line + "at the start (the tree did not change during the run)"
+    return line + (
+        f"at the start; the working tree changed during the run (digest {results['tree_digest_end']} "
+        "at the end), the copy was measured"
+    )
+
+
 def _table(header: list[str], rows: list[list]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -72,6 +83,7 @@ def markdown(results: dict) -> str:
         "",
         f"- Date: {m['date']}; whole run {results['seconds']} s",
         f"- Command: `{results['command']}`",
+        _code_line(results),
         f"- Machine: nproc {m['nproc']}, {m['cpu']}, {m['memory_gib']} GiB; Linux {m['kernel']}; "
         f"Python {m['python']}, SQLite {m['sqlite']}, {m['wrk']}",
         f"- Data (scale {d['scale']}): {d['users']:,} users, {d['projects']:,} projects, "
@@ -102,13 +114,34 @@ def markdown(results: dict) -> str:
                 f"{f['p99_ms']:.2f}",
                 f"{results['body_bytes'][c['name']]:,}",
                 f"{f['peak_mib']:.0f}",
+                f"{f['first_ms']:.1f}",
                 f["errors"],
             ]
         )
     lines += _table(
-        ["case", "request", "conns", "req/s", "p50 ms", "p99 ms", "body bytes", "peak RSS MiB", "errors"],
+        [
+            "case",
+            "request",
+            "conns",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "body bytes",
+            "peak RSS MiB",
+            "first ms",
+            "errors",
+        ],
         rows,
     )
+    lines += [
+        "",
+        "first ms: the first request on a freshly started server (nothing cached, no connection "
+        "open), median over rounds; errors: connect, read, write, non-2xx and timeouts, all rounds.",
+    ]
+    for name, targets in results["runs"].items():
+        for i, r in enumerate(targets["flagadmin"]):
+            if "error_sample" in r:
+                lines.append(f"- {name}, round {i + 1}: {r['status']} non-2xx answers; {r['error_sample']}")
     lines += ["", "## Against the ceilings (same bytes, same waitress, same cores)", ""]
     rows = []
     for c in results["cases"]:
@@ -158,10 +191,10 @@ def markdown(results: dict) -> str:
                 ["whole 4.4 response (http.client, median of 5)", f"{a['whole_s']:.3f} s"],
                 ["first 4.4 response on a fresh server", f"{a['first_s']:.3f} s"],
                 [
-                    f"SQLite alone: the store's SELECT, {a['baseline_rows']:,} rows fetched",
+                    f"SQLite alone: the SELECT of 4.4, {a['baseline_rows']:,} rows fetched",
                     f"{a['baseline_sqlite_s']:.3f} s",
                 ],
-                ["SQLite + dicts + orjson.dumps of the same document", f"{a['baseline_encoded_s']:.3f} s"],
+                ["SQLite + orjson.dumps of the rows as one document", f"{a['baseline_encoded_s']:.3f} s"],
                 ["ratio whole response ÷ SQLite+orjson", f"{a['ratio']:.2f}"],
                 ["body bytes (server / baseline)", f"{a['body_bytes']:,} / {a['baseline_body_bytes']:,}"],
                 [
@@ -209,8 +242,8 @@ def markdown(results: dict) -> str:
         rows,
     )
     lines += ["", "## 4.2 statement count for heavy", ""]
-    rows = [[scale, q["store"], q["request"]] for scale, q in results["query_counts"].items()]
-    lines += _table(["scale", "store functions", "whole request (after the connection PRAGMAs)"], rows)
+    rows = [[scale, q["count"]] for scale, q in results["query_counts"].items()]
+    lines += _table(["scale", "SQL statements of one request (fresh app, nothing cached)"], rows)
     lines += ["", "## Targets", ""]
     lines += [f"- {'met' if ok else '**MISSED**'}: {target} ({why})" for target, ok, why in verdicts(results)]
     return "\n".join(lines) + "\n"

@@ -11,9 +11,12 @@ See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import platform
 import shlex
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -28,6 +31,8 @@ import generate
 import loadgen
 import procs
 import report
+
+import flagadmin
 
 BENCH = Path(__file__).resolve().parent
 #: Page size of the 4.1 cases.
@@ -78,6 +83,31 @@ def ensure_database(db: Path, scale: float, regenerate: bool) -> dict:
         meta_file.write_text(json.dumps(meta, indent=2) + "\n")
         print(f"Built in {meta['seconds']} s.", flush=True)
     return json.loads(meta_file.read_text())
+
+
+#: Set in the environment of the process that measures a snapshot (see :func:`main`).
+SNAPSHOT_ENV = "FLAGADMIN_BENCH_SNAPSHOT"
+#: What a snapshot of flagadmin's source leaves out.
+NOT_SOURCE = (".git", "bench", "tests", "build", "dist", "*.egg-info", ".*_cache", "__pycache__", "*.db*")
+
+
+def code_digest(root: Path) -> str:
+    """SHA-256 (first 12 hex digits) of the ``.py`` and ``.sql`` files of flagadmin's source
+    at ``root`` (the package directory), less what a snapshot leaves out."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if path.suffix in (".py", ".sql") and parts[0] not in ("bench", "tests", "build", "dist"):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def snapshot(source: Path, dest: Path) -> Path:
+    """Copy flagadmin's source (the package directory ``source``) to ``dest/flagadmin``,
+    replacing an earlier copy, and return ``dest``: the directory to put on PYTHONPATH."""
+    shutil.rmtree(dest / "flagadmin", ignore_errors=True)
+    shutil.copytree(source, dest / "flagadmin", ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    return dest
 
 
 def machine() -> dict:
@@ -146,9 +176,11 @@ class Bench:
         return paths
 
     def load(self, server: procs.Server, case: Case) -> dict:
-        """Warm ``server`` up with the case's request, drive it with wrk, add its peak memory."""
+        """Time the case's first request on ``server`` (fresh: nothing cached), warm it up, drive it
+        with wrk, add its peak memory and, when wrk saw non-2xx answers, one answer as a sample."""
         auth = self.tokens[case.token]
-        for _ in range(1 if case.name == "4.4" else 3):
+        first_s = procs.fetch(server.port, case.path, case.method, auth)[2]
+        for _ in range(0 if case.name == "4.4" else 2):
             procs.fetch(server.port, case.path, case.method, auth)
         figures = loadgen.run_wrk(
             self.wrk,
@@ -162,6 +194,10 @@ class Bench:
             log=self.wrk_log,
         )
         figures["peak_rss_kb"] = server.memory()["VmHWM"]
+        figures["first_ms"] = first_s * 1000
+        if figures["status"]:
+            status, body, _ = procs.fetch(server.port, case.path, case.method, auth)
+            figures["error_sample"] = f"after the run: {status} {body[:200]!r}"
         return figures
 
     def rounds(self, all_cases: list[Case], bodies: dict[str, Path]) -> dict:
@@ -196,7 +232,7 @@ class Bench:
             status, body, first_s = procs.fetch(server.port, case.path, auth=auth)
             after = server.memory()
             times = [procs.fetch(server.port, case.path, auth=auth)[2] for _ in range(repeats)]
-        baseline = checks.archive_baseline(self.args.db)
+        baseline = checks.archive_baseline(self.args.db, auth)
         whole = statistics.median(times)
         return {
             "status": status,
@@ -246,16 +282,8 @@ def query_counts(args: argparse.Namespace, meta: dict) -> dict:
     counts = {}
     for scale, db, info in ((0.1, small, None), (meta["scale"], args.db, meta)):
         info = info or ensure_database(db, 0.1, False)
-        found = checks.dashboard_statements(db, info["heavy_user_id"], info["heavy_token"])
-        counts[str(scale)] = {
-            "store": found["store"],
-            "request": found["request"],
-            "statements": found["statements"],
-        }
-        print(
-            f"4.2 statements at scale {scale}: store {found['store']}, whole request {found['request']}",
-            flush=True,
-        )
+        counts[str(scale)] = checks.dashboard_statements(db, info["heavy_token"])
+        print(f"4.2 statements at scale {scale}: {counts[str(scale)]['count']}", flush=True)
     return counts
 
 
@@ -279,9 +307,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the whole suite and write bench/out/results.{json,md}."""
+    """Run the whole suite and write bench/out/results.{json,md}.
+
+    The suite measures one version of flagadmin even when its working tree is edited during
+    the run: the first process copies the source to ``<out>/src`` and runs itself again with
+    that copy first on PYTHONPATH, which every server it starts inherits.
+    """
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    source = Path(flagadmin.__file__).resolve().parent
+    if SNAPSHOT_ENV not in os.environ:
+        root = snapshot(source, args.out.resolve() / "src")
+        path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=path, **{SNAPSHOT_ENV: str(source)})
+        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+    tree = Path(os.environ[SNAPSHOT_ENV])
     for log in ("servers.log", "wrk.log"):
         (args.out / log).unlink(missing_ok=True)
     started = time.monotonic()
@@ -291,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
     all_cases = cases(meta, args.archive_connections)
 
     results = {
+        "code_digest": code_digest(source),
+        "tree_digest_start": code_digest(tree),
         "command": shlex.join([Path(sys.executable).name, *sys.argv]),
         "machine": {**machine(), "wrk": loadgen.wrk_version(wrk)},
         "options": {k: str(v) for k, v in vars(args).items()},
@@ -318,6 +361,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     results["soak"] = bench.soak([all_cases[0].path, next(c.path for c in all_cases if c.name == "4.3")])
     results["seconds"] = round(time.monotonic() - started)
+    results["tree_digest_end"] = code_digest(tree)
 
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     markdown = report.markdown(results)

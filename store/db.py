@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -59,6 +60,13 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     return sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
 
 
+#: Writers of this process queue here, in arrival order, before they ask SQLite for its write
+#: lock: SQLite's busy handler would have them sleep and retry with growing pauses instead,
+#: which under concurrent writes makes a few of them wait hundreds of milliseconds. Writers
+#: of other processes (the command line) are still handled by the busy timeout.
+_WRITERS = threading.RLock()
+
+
 @contextlib.contextmanager
 def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     """Run the block in one transaction that takes the write lock first (``BEGIN IMMEDIATE``).
@@ -66,14 +74,15 @@ def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     Use for writes that must win a race: the lock is taken before anything is read, so no other
     writer can interleave. Commits on success, rolls back on any exception.
     """
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        if db.conn.in_transaction:
-            db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
+    with _WRITERS:
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
 
 
 def ensure_schema(path: str | Path) -> int:
