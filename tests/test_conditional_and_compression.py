@@ -155,3 +155,23 @@ def test_dashboard__flag_reaches_its_lifetime__health_changes_without_a_write(
     stale = client.get(DASHBOARD, headers=auth(token)).get_json()["projects"][0]["health"]
     # Then
     assert (healthy, stale) == (100, 0)
+
+
+def test_dashboard__other_writes__answer_reused(client, alice, admin_token, monkeypatch):
+    """Token and SCIM writes do not touch the data behind 4.2: its answer is reused."""
+    # Given: a count of the dashboard's projects query
+    from flagadmin.store import personal_dashboard as store
+
+    calls = []
+    original = store.projects
+    monkeypatch.setattr(store, "projects", lambda *args: calls.append(1) or original(*args))
+    first = client.get(DASHBOARD, headers=auth(alice)).get_data()
+    # When: a SCIM token is generated (a write) and the dashboard asked again
+    assert (
+        client.post("/api/admin/scim-settings/generate-new-token", headers=auth(admin_token)).status_code
+        == 200
+    )
+    again = client.get(DASHBOARD, headers=auth(alice)).get_data()
+    # Then: computed once, the same bytes twice
+    assert calls == [1]
+    assert again == first
