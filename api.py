@@ -24,8 +24,8 @@ from .fields import validation_messages
 from .jsonio import json_response
 from .store import db as store_db
 
-#: Status -> description of every error an operation may answer, for the OpenAPI document.
-ERROR_DESCRIPTIONS = {
+#: Status -> description of every status but 200 an operation may answer, for the OpenAPI document.
+STATUS_DESCRIPTIONS = {
     400: "A query parameter is malformed or out of range (BadDataError).",
     401: "No valid API token in the Authorization header (AuthenticationRequired).",
     403: "The token's user lacks the permission; the message names it (NoAccessError).",

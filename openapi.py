@@ -9,7 +9,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from . import __version__, auth
-from .api import ERROR_DESCRIPTIONS, OPERATIONS
+from .api import OPERATIONS, STATUS_DESCRIPTIONS
 from .errors import ErrorSchema
 
 SECURITY_SCHEME = "apiKey"
@@ -98,10 +98,10 @@ def _operation(op) -> dict[str, Any]:
     if operation_id in LINKS:
         responses["200"]["links"] = LINKS[operation_id]
     if op.conditional:
-        responses["304"] = {"description": ERROR_DESCRIPTIONS[304]}
+        responses["304"] = {"description": STATUS_DESCRIPTIONS[304]}
     for status in op.statuses:
         responses[str(status)] = {
-            "description": ERROR_DESCRIPTIONS[status],
+            "description": STATUS_DESCRIPTIONS[status],
             "content": {"application/json": {"schema": "Error"}},
         }
     permission = {auth.ADMIN: "the ADMIN permission", auth.USER: "a personal access token"}.get(
