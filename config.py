@@ -14,29 +14,17 @@ from dataclasses import dataclass, field
 import limits
 import orjson
 
-AUTHENTICATION_TYPES = ("open-source", "demo", "enterprise", "hosted", "custom", "none")
+from .spec import AUTHENTICATION_TYPES, POSITIVE_RESOURCE_LIMITS, RESOURCE_LIMITS
 
-#: Resource limits served in ui-config (spec 2.5, 8.2) and their defaults.
-DEFAULT_RESOURCE_LIMITS: dict[str, int] = {
-    "segmentValues": 1000,
-    "strategySegments": 5,
-    "actionSetActions": 10,
-    "actionSetsPerProject": 5,
-    "actionSetFilters": 5,
-    "actionSetFilterValues": 25,
-    "signalEndpoints": 5,
-    "signalTokensPerEndpoint": 5,
-    "featureEnvironmentStrategies": 30,
-    "constraintValues": 250,
-    "constraints": 30,
-    "environments": 50,
-    "apiTokens": 2000,
-    "projects": 500,
-    "segments": 300,
-    "featureFlags": 5000,
-}
-#: Limits that must be at least 1 (spec 8.2).
-POSITIVE_LIMITS = ("environments", "projects", "featureFlags")
+#: Resource limits served in ui-config (spec 2.5, 8.2) and their defaults (flagadmin's own:
+#: the spec leaves them unsaid), in the spec's order.
+DEFAULT_RESOURCE_LIMITS: dict[str, int] = dict(
+    zip(
+        RESOURCE_LIMITS,
+        (1000, 5, 10, 5, 5, 25, 5, 5, 30, 250, 30, 50, 2000, 500, 300, 5000),
+        strict=True,
+    )
+)
 
 #: Failed authentications one client address may make in a moving window before it gets 429.
 DEFAULT_AUTH_FAILURE_LIMIT = "30/minute"
@@ -61,7 +49,11 @@ ENVIRONMENT_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "{}",
         'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000}',
     ),
-    ("FLAGADMIN_GIT_REVISION", "(from git, else the version)", "ui-config versionInfo.current.oss"),
+    (
+        "FLAGADMIN_GIT_REVISION",
+        "(the build's, else the checkout's, else the version)",
+        "ui-config versionInfo.current.oss",
+    ),
     (
         "FLAGADMIN_AUTH_FAILURE_LIMIT",
         DEFAULT_AUTH_FAILURE_LIMIT,
@@ -194,7 +186,7 @@ def _resource_limits(raw: str | None) -> dict[str, int]:
             raise SettingsError(
                 f"FLAGADMIN_RESOURCE_LIMITS: unknown limit {name!r}; known: {', '.join(limits)}"
             )
-        low = 1 if name in POSITIVE_LIMITS else 0
+        low = 1 if name in POSITIVE_RESOURCE_LIMITS else 0
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value < 2**31:
             raise SettingsError(f"FLAGADMIN_RESOURCE_LIMITS: {name} must be an integer >= {low}")
         limits[name] = value

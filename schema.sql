@@ -1,6 +1,6 @@
 -- flagadmin schema. Applied with executescript on every start; every statement is
 -- idempotent (IF NOT EXISTS / INSERT OR IGNORE), so applying it twice is harmless.
--- The schema version lives in PRAGMA user_version and is managed by store/db.py.
+-- The schema version lives in PRAGMA user_version and is managed by store/schema.py.
 -- Timestamps are RFC 3339 text in UTC with milliseconds ("2026-11-22T00:13:28.676Z"),
 -- so text order is time order.
 
@@ -8,9 +8,11 @@ CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
--- data_version counts every change to the data the operations read (see the triggers at the
--- end): answers computed from that data stay valid while it is unchanged (ETags, caches).
-INSERT OR IGNORE INTO settings (key, value) VALUES ('data_version', 0);
+-- Two version counters, each moved by the triggers at the end: content_version by every change
+-- to the data that 4.2 and 4.4 read, credentials_version by every change to who a token is.
+-- Answers computed at one version stay valid while it is unchanged (ETags, caches).
+INSERT OR IGNORE INTO settings (key, value) VALUES ('content_version', 0);
+INSERT OR IGNORE INTO settings (key, value) VALUES ('credentials_version', 0);
 
 -- Flag types and their expected lifetime (spec 4.2: "potentially stale" once a flag is
 -- at least this old). NULL lifetime: never potentially stale.
@@ -134,40 +136,56 @@ CREATE TABLE IF NOT EXISTS scim_tokens (
 CREATE UNIQUE INDEX IF NOT EXISTS scim_tokens_one_active
     ON scim_tokens (revoked_at IS NULL) WHERE revoked_at IS NULL;
 
--- Every write to the data behind the operations bumps settings.data_version.
-CREATE TRIGGER IF NOT EXISTS users_insert_version AFTER INSERT ON users
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS users_update_version AFTER UPDATE ON users
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS users_delete_version AFTER DELETE ON users
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS projects_insert_version AFTER INSERT ON projects
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS projects_update_version AFTER UPDATE ON projects
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS projects_delete_version AFTER DELETE ON projects
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS project_members_insert_version AFTER INSERT ON project_members
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS project_members_update_version AFTER UPDATE ON project_members
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS project_members_delete_version AFTER DELETE ON project_members
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS features_insert_version AFTER INSERT ON features
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS features_update_version AFTER UPDATE ON features
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS features_delete_version AFTER DELETE ON features
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS feature_environments_insert_version AFTER INSERT ON feature_environments
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS feature_environments_update_version AFTER UPDATE ON feature_environments
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS feature_environments_delete_version AFTER DELETE ON feature_environments
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS favorite_features_insert_version AFTER INSERT ON favorite_features
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS favorite_features_update_version AFTER UPDATE ON favorite_features
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
-CREATE TRIGGER IF NOT EXISTS favorite_features_delete_version AFTER DELETE ON favorite_features
-    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END;
+-- ==== Version counters =======================================================================
+
+-- content_version counts every change to the data that 4.2 and 4.4 read: every write to
+-- these tables moves it, so an answer computed at one content version holds until it moves.
+CREATE TRIGGER IF NOT EXISTS users_insert_content_version AFTER INSERT ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS users_update_content_version AFTER UPDATE ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS users_delete_content_version AFTER DELETE ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS projects_insert_content_version AFTER INSERT ON projects
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS projects_update_content_version AFTER UPDATE ON projects
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS projects_delete_content_version AFTER DELETE ON projects
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS project_members_insert_content_version AFTER INSERT ON project_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS project_members_update_content_version AFTER UPDATE ON project_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS project_members_delete_content_version AFTER DELETE ON project_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_insert_content_version AFTER INSERT ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_update_content_version AFTER UPDATE ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_delete_content_version AFTER DELETE ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_insert_content_version AFTER INSERT ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_update_content_version AFTER UPDATE ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_delete_content_version AFTER DELETE ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS favorite_features_insert_content_version AFTER INSERT ON favorite_features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS favorite_features_update_content_version AFTER UPDATE ON favorite_features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+CREATE TRIGGER IF NOT EXISTS favorite_features_delete_content_version AFTER DELETE ON favorite_features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
+
+-- credentials_version counts every change that can turn a valid API token into an invalid one
+-- or change whom it acts as: a token revoked, re-dated or removed, a user's root role changed
+-- or the user removed (a new token invalidates nothing: unknown tokens are never kept). A token found valid stays valid while it does not move.
+CREATE TRIGGER IF NOT EXISTS api_tokens_update_credentials_version
+    AFTER UPDATE OF digest, kind, user_id, expires_at, revoked_at ON api_tokens
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
+CREATE TRIGGER IF NOT EXISTS api_tokens_delete_credentials_version AFTER DELETE ON api_tokens
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
+CREATE TRIGGER IF NOT EXISTS users_update_credentials_version AFTER UPDATE OF id, root_role ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
+CREATE TRIGGER IF NOT EXISTS users_delete_credentials_version AFTER DELETE ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;

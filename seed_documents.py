@@ -2,8 +2,11 @@
 
 A seed document is one JSON object whose keys are all optional: ``users``, ``projects``,
 ``features``, ``favorites``, ``integrations``, ``integrationEvents`` (field names are the API's
-camelCase names; the README documents the format). :func:`load_files` validates every
-document of one call and writes all of them in one transaction, or refuses and writes nothing.
+camelCase names; the README documents the format). :func:`load_documents` validates every
+document of one call and writes all of them in one transaction, or refuses and writes nothing;
+:func:`load_files` reads files and folders of them first.
+
+A seed load is a bootstrap: it writes no system events (spec 2.3) and delivers nothing.
 """
 
 from __future__ import annotations
@@ -15,16 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import sqlite_utils
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from .blueprints.integration_events import STATES, EventSchema
-from .fields import Timestamp, validation_messages
+from .records import EventSchema
+from .spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
+from .store import Connection
 from .store import seed as store_seed
-from .store.db import immediate
+from .web.fields import Timestamp, validation_messages
 
-FEATURE_TYPES = ("release", "experiment", "operational", "kill-switch", "permission")
-ROOT_ROLES = ("Admin", "Editor", "Viewer")
 _ID = validate.Range(min=1, max=2**63 - 1)
 _TEXT = validate.Length(min=1)
 
@@ -73,7 +74,7 @@ class EnvironmentSeed(Schema):
 class FeatureSeed(Schema):
     name = fields.String(required=True, validate=_TEXT)
     project = fields.String(required=True, validate=_TEXT)
-    type = fields.String(required=True, validate=validate.OneOf(FEATURE_TYPES))
+    type = fields.String(required=True, validate=validate.OneOf(FLAG_TYPES))
     description = fields.String(allow_none=True, load_default=None)
     stale = fields.Boolean(load_default=False)
     impressionData = fields.Boolean(load_default=False)
@@ -108,7 +109,7 @@ class IntegrationSeed(Schema):
 class IntegrationEventSeed(Schema):
     integrationId = fields.Integer(required=True, strict=True, validate=_ID)
     createdAt = Timestamp(required=True)
-    state = fields.String(required=True, validate=validate.OneOf(STATES))
+    state = fields.String(required=True, validate=validate.OneOf(INTEGRATION_EVENT_STATES))
     stateDetails = fields.String(required=True)
     event = fields.Dict(required=True, validate=_event)
     details = fields.Dict(required=True)
@@ -147,25 +148,32 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def parse(path: Path) -> Loaded:
-    """Read and validate one seed file.
+def read(path: Path) -> Any:
+    """Read one seed file's JSON.
 
-    :raise SeedError: unreadable, not JSON, or not of the seed format; messages name the file,
-        the record (``users[3]``) and the field.
+    :raise SeedError: unreadable or not JSON; the message names the file.
     """
     try:
-        raw = orjson.loads(path.read_bytes())
+        return orjson.loads(path.read_bytes())
     except OSError as exc:
         raise SeedError([f"{path}: cannot read: {exc.strerror}"]) from exc
     except orjson.JSONDecodeError as exc:
         raise SeedError([f"{path}: not JSON: {exc}"]) from exc
+
+
+def validate_document(source: str, raw: Any) -> Loaded:
+    """Validate one seed document (already parsed JSON) that came from ``source``.
+
+    :raise SeedError: not of the seed format; messages name the source, the record
+        (``users[3]``) and the field.
+    """
     if not isinstance(raw, dict):
-        raise SeedError([f"{path}: a seed document is a JSON object of lists"])
+        raise SeedError([f"{source}: a seed document is a JSON object of lists"])
     try:
-        return Loaded(str(path), SeedDocument().load(raw))
+        return Loaded(source, SeedDocument().load(raw))
     except ValidationError as exc:
         problems = [_record_path(raw, m) for m in validation_messages(exc)]
-        raise SeedError([f"{path}: {p}" for p in problems]) from exc
+        raise SeedError([f"{source}: {p}" for p in problems]) from exc
 
 
 def _record_path(raw: dict, message: str) -> str:
@@ -186,9 +194,9 @@ def _record_path(raw: dict, message: str) -> str:
     return message
 
 
-def check_references(db: sqlite_utils.Database, documents: list[Loaded]) -> list[str]:
+def check_references(conn: Connection, documents: list[Loaded]) -> list[str]:
     """Return the duplicate ids and dangling references across ``documents`` and the database."""
-    existing = store_seed.existing_keys(db)
+    existing = store_seed.existing_keys(conn)
     problems: list[str] = []
     seen: dict[str, dict[Any, str]] = {kind: {} for kind in existing}
 
@@ -237,23 +245,47 @@ def check_references(db: sqlite_utils.Database, documents: list[Loaded]) -> list
     return problems
 
 
-def load_files(db: sqlite_utils.Database, paths: Iterable[str | Path]) -> dict[str, int]:
-    """Validate and load seed files in one transaction; return the count of records per key.
+def load_documents(conn: Connection, documents: Iterable[Any | tuple[str, Any]]) -> dict[str, int]:
+    """Validate seed documents and load them all in one transaction; return the count of
+    records per key.
 
-    :raise SeedError: any document is invalid; nothing was written.
+    Each document is a parsed JSON object, or ``(source, object)`` where ``source`` names it
+    in messages (a file name; default ``document N``).
+
+    :raise SeedError: any document is invalid, or refers to what does not exist, or repeats
+        what does; nothing was written.
     """
-    documents: list[Loaded] = []
+    loaded: list[Loaded] = []
     problems: list[str] = []
-    for path in expand(paths):
+    for index, document in enumerate(documents, start=1):
+        source, raw = document if isinstance(document, tuple) else (f"document {index}", document)
         try:
-            documents.append(parse(path))
+            loaded.append(validate_document(source, raw))
         except SeedError as exc:
             problems.extend(exc.problems)
     if problems:
         raise SeedError(problems)
     # The check and the writes share one write transaction, so nothing can slip in between.
-    with immediate(db):
-        problems = check_references(db, documents)
+    with conn.write("seed"):
+        problems = check_references(conn, loaded)
         if problems:
             raise SeedError(problems)
-        return store_seed.insert_documents(db, [d.data for d in documents])
+        return store_seed.insert_documents(conn, [d.data for d in loaded])
+
+
+def load_files(conn: Connection, paths: Iterable[str | Path]) -> dict[str, int]:
+    """Read seed files (and folders of ``*.json``) and load them with :func:`load_documents`.
+
+    :raise SeedError: a file cannot be read or is not JSON, or any document is invalid;
+        nothing was written.
+    """
+    documents: list[tuple[str, Any]] = []
+    problems: list[str] = []
+    for path in expand(paths):
+        try:
+            documents.append((str(path), read(path)))
+        except SeedError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SeedError(problems)
+    return load_documents(conn, documents)

@@ -12,7 +12,8 @@ import orjson
 
 from flagadmin.app import create_app
 from flagadmin.config import settings_from_env
-from flagadmin.store import db as store_db
+from flagadmin.store import connect
+from flagadmin.web.database import connection
 
 DASHBOARD = "/api/admin/personal-dashboard"
 ARCHIVE = "/api/admin/archive/features"
@@ -41,19 +42,14 @@ def traced_request(db_path: Path, token: str, path: str) -> tuple[int, bytes, li
     create_app(config).test_client().get(path, headers=headers).get_data()
     app = create_app(config)
     traced: list[str] = []
-    connect = store_db.connect
-
-    def traced_connect(database):
-        opened = connect(database)
-        opened.conn.set_trace_callback(traced.append)
-        return opened
-
-    store_db.connect = traced_connect
+    with app.app_context():
+        conn = connection()  # this thread's connection, opened (and configured) now
+    conn.trace(traced.append)
     try:
         response = app.test_client().get(path, headers=headers)
         body = response.get_data()
     finally:
-        store_db.connect = connect
+        conn.trace(None)
     return response.status_code, body, traced
 
 
@@ -82,14 +78,12 @@ def archive_baseline(db_path: Path, admin_token: str, repeats: int = 3) -> dict:
     sql = max((s for s in statements if "features" in s), key=len)
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {0})
-    db = store_db.connect(db_path)
+    db = connect(db_path)
     try:
-        sqlite_s, rows = _timed(lambda: db.conn.execute(sql).fetchall(), repeats)
+        sqlite_s, rows = _timed(lambda: list(db.values(sql)), repeats)
 
         def encode() -> bytes:
-            rows = db.conn.execute(sql).fetchall()
-            items = [orjson.Fragment(r[0]) if len(r) == 1 and isinstance(r[0], str) else r for r in rows]
-            return orjson.dumps({"version": 2, "features": items})
+            return orjson.dumps({"version": 2, "features": [orjson.Fragment(r) for r in db.values(sql)]})
 
         encoded_s, encoded = _timed(encode, repeats)
     finally:

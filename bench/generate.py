@@ -25,8 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from flagadmin.store import db as store_db
-from flagadmin.store import tokens
+from flagadmin.store import connect, schema, tokens
 
 #: Reference counts, multiplied by ``--scale``.
 USERS = 10_000
@@ -276,7 +275,7 @@ def build(path: Path, scale: float, seed: int = 42) -> dict:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    store_db.ensure_schema(path)
+    schema.ensure_schema(path)
     rng = random.Random(seed)
     now = datetime.now(UTC).replace(microsecond=0)
     n_users, n_flags, n_events = scaled(USERS, scale), scaled(FLAGS, scale), scaled(INTEGRATION_EVENTS, scale)
@@ -308,18 +307,16 @@ def build(path: Path, scale: float, seed: int = 42) -> dict:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.close()
 
-    db = store_db.connect(path)
+    db = connect(path)
     try:
         admin_token, heavy_token = tokens.new_admin_token(), tokens.new_personal_token()
         tokens.insert_token(db, admin_token, kind="admin", name="bench admin")
         tokens.insert_token(db, heavy_token, kind="personal", user_id=heavy_id, name="bench heavy")
-        archived = db.execute("SELECT count(*) FROM features WHERE archived_at IS NOT NULL").fetchone()[0]
-        heavy_projects = db.execute(
+        archived = db.value("SELECT count(*) FROM features WHERE archived_at IS NOT NULL")
+        heavy_projects = db.value(
             "SELECT count(DISTINCT project_id) FROM project_members WHERE user_id = ?", [heavy_id]
-        ).fetchone()[0]
-        heavy_created = db.execute(
-            "SELECT count(*) FROM features WHERE created_by_user_id = ?", [heavy_id]
-        ).fetchone()[0]
+        )
+        heavy_created = db.value("SELECT count(*) FROM features WHERE created_by_user_id = ?", [heavy_id])
     finally:
         db.close()
     return {

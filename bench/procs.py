@@ -24,9 +24,20 @@ def free_port() -> int:
 
 
 def flagadmin_command(db: Path, port: int, threads: int) -> list[str]:
-    """Return the command that serves ``db`` with flagadmin (the console script of this venv)."""
-    script = Path(sys.executable).with_name("flagadmin")
-    return [str(script), "serve", "--db", str(db), "--port", str(port), "--threads", str(threads)]
+    """Return the command that serves ``db`` with flagadmin (``python -m flagadmin``, so that the
+    package found first on ``PYTHONPATH``, the measured copy, is the one that runs)."""
+    return [
+        sys.executable,
+        "-m",
+        "flagadmin",
+        "serve",
+        "--db",
+        str(db),
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+    ]
 
 
 def ceiling_command(mode: str, body: Path, port: int, threads: int) -> list[str]:

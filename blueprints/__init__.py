@@ -1,31 +1,34 @@
-"""One blueprint per operation of the spec; each module holds its view and its schemas."""
+"""One blueprint per operation of the spec; each module holds its view and its schemas.
+
+:data:`BLUEPRINTS` lists them in the order they are registered (the order of the OpenAPI
+document). The OpenAPI document's own route (``docs``) is registered last, by
+``create_app``.
+"""
 
 from flask import Flask
+
+from . import (
+    archived_features,
+    health,
+    integration_events,
+    personal_dashboard,
+    scim,
+    scim_token,
+    ui_config,
+)
+
+BLUEPRINTS = (
+    integration_events.bp,
+    personal_dashboard.bp,
+    ui_config.bp,
+    archived_features.bp,
+    scim_token.bp,
+    scim.bp,
+    health.bp,
+)
 
 
 def register(app: Flask) -> None:
     """Register every blueprint of flagadmin on ``app``."""
-    from . import (
-        archived_features,
-        docs,
-        health,
-        integration_events,
-        personal_dashboard,
-        scim,
-        scim_token,
-        ui_config,
-    )
-
-    for module in (
-        integration_events,
-        personal_dashboard,
-        ui_config,
-        archived_features,
-        scim_token,
-        scim,
-        docs,
-        health,
-    ):
-        app.register_blueprint(module.bp)
-        if hasattr(module, "init_app"):  # per-app state of a blueprint (caches, precomputed answers)
-            module.init_app(app)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 
-from flask import Blueprint, Response, current_app, stream_with_context
+from flask import Blueprint, Response, stream_with_context
 from marshmallow import Schema, fields
 from werkzeug.http import generate_etag
 
-from ..api import operation
-from ..fields import Timestamp
-from ..store import archived_features
-from ..store import settings as store_settings
+from ..store import archived_features, settings
+from ..web.fields import Timestamp
+from ..web.operations import if_none_match, not_modified, operation
+from ..web.state import state
 
 bp = Blueprint("archived_features", __name__, url_prefix="/api/admin")
 
@@ -60,24 +60,27 @@ ROWS_PER_CHUNK = 500
     section="4.4",
     summary="Get archived features (deprecated)",
     response=ArchivedFeaturesSchema(),
-    statuses=(401,),
     deprecated=True,
     conditional=True,
 )
-def get_archived_features(caller, db):
+def get_archived_features(caller, conn):
     """Archived flags of the projects the caller sees, most recently archived first.
 
     Deprecated (spec 4.4, 9.3) and still served. Any valid API token. The body is streamed in
     chunks as SQLite builds each flag's JSON, so memory does not grow with the number of
-    flags. The ETag names the data version and the caller's view of it, so If-None-Match is
-    answered 304 without reading a flag.
+    flags. The ETag names the content version and the caller's view of it, so If-None-Match
+    is answered 304 without reading a flag.
     """
     scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
-    version = f"{current_app.config['INSTANCE_ID']} {store_settings.data_version(db)} {scope}"
+    version = f"{state().instance_id} {settings.versions(conn).content} {scope}"
+    etag = generate_etag(version.encode())
+    matched = if_none_match(etag)
+    if matched is not None:
+        return not_modified(matched)
 
     def body() -> Iterator[bytes]:
         yield b'{"version":%d,"features":[' % FEATURE_SCHEMA_VERSION
-        rows = archived_features.archived_features_json(db, caller.user_id, caller.sees_all_projects)
+        rows = archived_features.archived_features_json(conn, caller.user_id, caller.sees_all_projects)
         separator = b""
         for chunk in iter(lambda: list(islice(rows, ROWS_PER_CHUNK)), []):
             yield separator + ",".join(chunk).encode()
@@ -85,5 +88,5 @@ def get_archived_features(caller, db):
         yield b"]}"
 
     response = Response(stream_with_context(body()), mimetype="application/json")
-    response.set_etag(generate_etag(version.encode()))
+    response.set_etag(etag)
     return response

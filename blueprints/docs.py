@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import orjson
 from flask import Blueprint, Response, current_app
 
-from ..jsonio import json_response
-from ..openapi import build_document
+from ..web.cache import Answer
+from ..web.openapi import build_document
+from ..web.operations import answer_response
+from ..web.state import state
 
 bp = Blueprint("docs", __name__, url_prefix="/docs")
 
 
 @bp.get("/openapi.json")
 def openapi_document() -> Response:
-    """The OpenAPI 3 document of the admin API, built once per application."""
-    document = current_app.extensions.get("flagadmin.openapi")
-    if document is None:
-        document = build_document(current_app.config["BASE_URI_PATH"])
-        current_app.extensions["flagadmin.openapi"] = document
-    return json_response(document)
+    """The OpenAPI 3 document of the admin API, built once per application from its views."""
+    app_state = state()
+    app = current_app._get_current_object()
+    answer = app_state.caches.fixed_answers.get_or_build(
+        "openapi", lambda: Answer(orjson.dumps(build_document(app, app_state.base_uri_path)))
+    )
+    return answer_response(answer)

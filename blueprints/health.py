@@ -8,13 +8,13 @@ cause, which the answer leaves out.
 from __future__ import annotations
 
 import logging
-import sqlite3
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response
 
-from ..errors import ServiceUnavailableError
-from ..jsonio import json_response
-from ..store import health
+from ..store import StoreError, health
+from ..web.errors import ServiceUnavailableError
+from ..web.jsonio import json_response
+from ..web.state import state
 
 bp = Blueprint("health", __name__)
 
@@ -25,8 +25,8 @@ log = logging.getLogger("flagadmin")
 def get_health() -> Response:
     """200 ``{"status": "ok"}`` when a query on the database answers, else 503."""
     try:
-        health.check(current_app.config["DATABASE"])
-    except sqlite3.Error as exc:
+        health.check(state().database)
+    except StoreError as exc:
         log.warning("health check failed: the database cannot be read: %s", exc)
         raise ServiceUnavailableError(
             "The database cannot be read; the server log says why. Retry once it is restored."

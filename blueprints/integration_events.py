@@ -3,69 +3,31 @@
 from __future__ import annotations
 
 import re
-from threading import Lock
 
 import orjson
-from cachetools import LRUCache
-from flask import Blueprint, Response, current_app
-from marshmallow import INCLUDE, Schema, fields, validate
+from flask import Blueprint
+from marshmallow import Schema, fields, validate
 
-from .. import auth
-from ..api import operation
-from ..errors import NotFoundError
-from ..event_types import EVENT_TYPES
-from ..fields import DecimalInteger, Timestamp
+from ..records import IntegrationEventSchema
 from ..store import integration_events
+from ..web.auth import Permission
+from ..web.cache import Answer
+from ..web.errors import NotFoundError
+from ..web.fields import DecimalInteger
+from ..web.operations import PathParameter, operation
+from ..web.state import state
 
 bp = Blueprint("integration_events", __name__, url_prefix="/api/admin")
 
-STATES = ("success", "failed", "successWithErrors")
 MAX_LIMIT = 1000
 MAX_INT64 = 2**63 - 1
-_DECIMAL_ID = re.compile(r"[0-9]{1,18}")
+_DECIMAL_ID = re.compile(r"[0-9]{1,19}")
 
-
-class TagSchema(Schema):
-    """A tag of an event (spec 2.3)."""
-
-    type = fields.String()
-    value = fields.String(required=True, validate=validate.Length(2, 50))
-
-
-class EventSchema(Schema):
-    """The system event an integration handled (spec 2.3).
-
-    Kept exactly as it was loaded: keys beyond spec 2.3 are allowed and served unchanged.
-    """
-
-    class Meta:
-        unknown = INCLUDE
-
-    id = fields.Integer(required=True, validate=validate.Range(min=1))
-    createdAt = Timestamp(required=True)
-    type = fields.String(required=True, validate=validate.OneOf(EVENT_TYPES))
-    createdBy = fields.String(required=True)
-    createdByUserId = fields.Float(allow_none=True)
-    environment = fields.String(allow_none=True)
-    project = fields.String(allow_none=True)
-    featureName = fields.String(allow_none=True)
-    data = fields.Dict(allow_none=True)
-    preData = fields.Dict(allow_none=True)
-    tags = fields.List(fields.Nested(TagSchema), allow_none=True)
-    label = fields.String(allow_none=True)
-    summary = fields.String(allow_none=True)
-
-
-class IntegrationEventSchema(Schema):
-    """One handled event of an integration configuration (spec 2.2)."""
-
-    id = fields.String(required=True, validate=validate.Regexp(r"^[0-9]+$"))
-    integrationId = fields.Integer(required=True)
-    createdAt = Timestamp(required=True)
-    state = fields.String(required=True, validate=validate.OneOf(STATES))
-    stateDetails = fields.String(required=True)
-    event = fields.Nested(EventSchema, required=True)
-    details = fields.Dict(required=True)
+#: The path parameter ``id`` of 4.1 (and of the integration configuration routes).
+INTEGRATION_ID = PathParameter(
+    "Id of the integration configuration, a decimal integer.",
+    {"type": "string", "pattern": "^[0-9]+$"},
+)
 
 
 class IntegrationEventsSchema(Schema):
@@ -89,9 +51,12 @@ class IntegrationEventsQuerySchema(Schema):
     )
 
 
-#: Pages kept per app, by (integration, head, limit, offset): at most this many body bytes.
-PAGE_CACHE_BYTES = 16 * 1024 * 1024
-PAGES = "flagadmin.integration_event_pages"
+def integration_id(text: str) -> int | None:
+    """The integration id that path text ``text`` names (decimal, 1 to 2^63-1), or None."""
+    if not _DECIMAL_ID.fullmatch(text):
+        return None
+    value = int(text)
+    return value if 0 < value <= MAX_INT64 else None
 
 
 @operation(
@@ -101,39 +66,39 @@ PAGES = "flagadmin.integration_event_pages"
     summary="List integration events of an integration configuration",
     response=IntegrationEventsSchema(),
     query=IntegrationEventsQuerySchema(),
-    permission=auth.ADMIN,
-    statuses=(400, 401, 403, 404),
+    permission=Permission.ADMIN,
+    path={"id": INTEGRATION_ID},
+    links={
+        "EventsOfTheSameIntegration": {
+            "operationId": "list_integration_events",
+            "parameters": {"id": "$response.body#/integrationEvents/0/integrationId"},
+            "description": "The log of the integration that handled the first listed event.",
+        }
+    },
 )
-def list_integration_events(caller, db, id: str, limit: int, offset: int):
+def list_integration_events(caller, conn, id: str, limit: int, offset: int):
     """The events that integration ``id`` handled, newest first, ``limit`` from ``offset``.
 
     Needs the ADMIN permission. An ``id`` that names no integration configuration, numeric
     or not, is 404 NotFoundError (spec 4.1, 7). Items are built in their wire shape (no
-    marshmallow pass); :class:`IntegrationEventsSchema` documents them. The log only grows,
-    so a page is kept by its log head: a page asked again before the next event arrives is
-    answered with the same bytes.
+    marshmallow pass); :class:`IntegrationEventsSchema` documents them. Rows are only added at
+    the head of the log, so a page is kept by its log head: a page asked again before the next
+    event arrives is answered with the same bytes.
     """
-    top = integration_events.head(db, int(id)) if _DECIMAL_ID.fullmatch(id) else None
+    number = integration_id(id)
+    top = None if number is None else integration_events.head(conn, number)
     if top is None:
         raise NotFoundError(
             f"No integration configuration has the id {id!r}: integration ids are decimal integers."
         )
-    key = (int(id), top, limit, offset)
-    pages, lock = current_app.extensions[PAGES]
-    with lock:
-        body = pages.get(key)
-    if body is None:
-        items = integration_events.page(db, int(id), top, limit, offset)
+
+    def build() -> Answer:
+        items = integration_events.page(conn, number, top, limit, offset)
         for item in items:
-            # Stored as compact JSON text exactly as loaded: embedded as it is, never re-encoded.
+            # Stored as compact JSON text exactly as recorded: embedded as it is, never re-encoded.
             item["event"] = orjson.Fragment(item["event"])
             item["details"] = orjson.Fragment(item["details"])
-        body = orjson.dumps({"integrationEvents": items})
-        with lock:
-            pages[key] = body
-    return Response(body, mimetype="application/json")
+        return Answer(orjson.dumps({"integrationEvents": items}))
 
-
-def init_app(app) -> None:
-    """Give ``app`` its cache of integration event pages."""
-    app.extensions[PAGES] = (LRUCache(maxsize=PAGE_CACHE_BYTES, getsizeof=len), Lock())
+    pages = state().caches.integration_event_pages
+    return pages.get_or_build((number, top, limit, offset), build)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from threading import Lock
-
 import orjson
-from cachetools import LRUCache
-from flask import Blueprint, Response, current_app
+from flask import Blueprint
 from marshmallow import Schema, fields, validate
 from werkzeug.http import generate_etag
 
-from .. import auth
-from ..api import operation
-from ..store import personal_dashboard
-from ..store import settings as store_settings
-from ..timestamps import now_rfc3339
+from ..spec import OWNER_TYPES
+from ..store import personal_dashboard, settings
+from ..web.auth import Permission
+from ..web.cache import Answer
+from ..web.operations import operation
+from ..web.state import state
 
 bp = Blueprint("personal_dashboard", __name__, url_prefix="/api/admin")
 
@@ -33,7 +30,7 @@ class AdminSchema(Schema):
 class ProjectOwnerSchema(Schema):
     """An owner of a project the caller sees (spec 2.4)."""
 
-    ownerType = fields.String(required=True, validate=validate.OneOf(["user"]))
+    ownerType = fields.String(required=True, validate=validate.OneOf(OWNER_TYPES))
     name = fields.String(required=True)
     imageUrl = fields.String(required=True, allow_none=True)
     email = fields.String(required=True, allow_none=True)
@@ -66,29 +63,16 @@ class PersonalDashboardSchema(Schema):
     flags = fields.List(fields.Nested(DashboardFlagSchema), required=True)
 
 
-#: Cached answers per app: at most this many bytes of bodies, least recently used dropped.
-CACHE_BYTES = 32 * 1024 * 1024
-CACHE = "flagadmin.personal_dashboard"
-
-
-@dataclass(frozen=True)
-class _Cached:
-    data_version: int
-    valid_until: str | None  # the next moment a health changes; None: never by time alone
-    body: bytes
-    etag: str
-
-
-def dashboard(db, caller, now: str) -> dict:
+def dashboard(conn, caller, now: str) -> dict:
     """The personal dashboard of ``caller`` at ``now``, in its wire shape (spec 2.4)."""
     return {
         "admins": [
             {key: value for key, value in admin.items() if value is not None}
-            for admin in personal_dashboard.admins(db)
+            for admin in personal_dashboard.admins(conn)
         ],
-        "projectOwners": personal_dashboard.project_owners(db, caller.user_id, caller.sees_all_projects),
-        "projects": personal_dashboard.projects(db, caller.user_id, now),
-        "flags": personal_dashboard.flags(db, caller.user_id),
+        "projectOwners": personal_dashboard.project_owners(conn, caller.user_id, caller.sees_all_projects),
+        "projects": personal_dashboard.projects(conn, caller.user_id, now),
+        "flags": personal_dashboard.flags(conn, caller.user_id),
     }
 
 
@@ -98,38 +82,25 @@ def dashboard(db, caller, now: str) -> dict:
     section="4.2",
     summary="Get personal dashboard",
     response=PersonalDashboardSchema(),
-    permission=auth.USER,
-    statuses=(401, 403),
+    permission=Permission.USER,
     conditional=True,
 )
-def get_personal_dashboard(caller, db):
+def get_personal_dashboard(caller, conn):
     """The calling user's projects (with health), flags, the admins and the project owners.
 
     Needs a personal access token: an admin API token has no user and gets 403. An answer is
-    reused while the data is unchanged (``data_version``) and no flag of the caller's
-    projects has reached its type's lifetime since: the same bytes, computed once.
+    reused while the content version is unchanged and no flag of the caller's projects has
+    reached its type's lifetime since: the same bytes and ETag, computed once.
     """
-    now = now_rfc3339()
-    version = store_settings.data_version(db)
-    cache, lock = current_app.extensions[CACHE]
-    with lock:
-        cached = cache.get(caller.user_id)
-    fresh = (
-        cached is not None
-        and cached.data_version == version
-        and (cached.valid_until is None or now < cached.valid_until)
-    )
-    if not fresh:
-        body = orjson.dumps(dashboard(db, caller, now))
-        valid_until = personal_dashboard.next_health_change(db, caller.user_id, now)
-        cached = _Cached(version, valid_until, body, generate_etag(body))
-        with lock:
-            cache[caller.user_id] = cached
-    response = Response(cached.body, mimetype="application/json")
-    response.set_etag(cached.etag)
-    return response
+    now = state().clock.now_rfc3339()
+    version = settings.versions(conn).content
 
+    def fresh(answer: Answer) -> bool:
+        return answer.version == version and (answer.valid_until is None or now < answer.valid_until)
 
-def init_app(app) -> None:
-    """Give ``app`` its cache of personal dashboards."""
-    app.extensions[CACHE] = (LRUCache(maxsize=CACHE_BYTES, getsizeof=lambda c: len(c.body) + 200), Lock())
+    def build() -> Answer:
+        body = orjson.dumps(dashboard(conn, caller, now))
+        valid_until = personal_dashboard.next_health_change(conn, caller.user_id, now)
+        return Answer(body, generate_etag(body), valid_until=valid_until, version=version)
+
+    return state().caches.personal_dashboards.get_or_build(caller.user_id, build, fresh)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import orjson
 from flask import Blueprint, Response, request
 
-from ..api import database
 from ..store import scim_tokens
+from ..web.database import connection
 
 bp = Blueprint("scim", __name__, url_prefix="/scim/v2")
 
@@ -52,7 +52,7 @@ def service_provider_config() -> Response:
     if (
         scheme.lower() != "bearer"
         or not token.strip()
-        or not scim_tokens.is_active(database(), token.strip())
+        or not scim_tokens.is_active(connection(), token.strip())
     ):
         response = _scim(
             {

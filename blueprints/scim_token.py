@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Blueprint
 from marshmallow import Schema, fields
 
-from .. import auth
-from ..api import operation
 from ..store import scim_tokens
+from ..web.auth import Permission
+from ..web.operations import operation
 
 bp = Blueprint("scim_token", __name__, url_prefix="/api/admin")
 
@@ -25,13 +25,12 @@ class ScimTokenSchema(Schema):
     section="4.5",
     summary="Generate a new SCIM token",
     response=ScimTokenSchema(),
-    permission=auth.ADMIN,
-    statuses=(401, 403, 413),
+    permission=Permission.ADMIN,
     response_headers={"Cache-Control": "no-store"},
 )
-def generate_new_token(caller, db):
+def generate_new_token(caller, conn):
     """A new SCIM token; every earlier one stops working at once. Needs ADMIN.
 
     The token is stored only as a digest, so this answer is the only time it is shown.
     """
-    return {"token": scim_tokens.generate(db)}
+    return {"token": scim_tokens.generate(conn)}

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import orjson
-from flask import Blueprint, Response, current_app
+from flask import Blueprint
 from marshmallow import Schema, fields, validate
 from werkzeug.http import generate_etag
 
-from .. import __version__
-from ..api import operation
-from ..config import AUTHENTICATION_TYPES, DEFAULT_RESOURCE_LIMITS, POSITIVE_LIMITS
+from .. import __version__, revision
+from ..spec import AUTHENTICATION_TYPES, POSITIVE_RESOURCE_LIMITS, RESOURCE_LIMITS
+from ..web.cache import Answer
+from ..web.operations import operation
+from ..web.state import state
 
 bp = Blueprint("ui_config", __name__, url_prefix="/api/admin")
 
@@ -31,8 +33,10 @@ class VersionInfoSchema(Schema):
 
 ResourceLimitsSchema = Schema.from_dict(
     {
-        name: fields.Integer(required=True, validate=validate.Range(min=1 if name in POSITIVE_LIMITS else 0))
-        for name in DEFAULT_RESOURCE_LIMITS
+        name: fields.Integer(
+            required=True, validate=validate.Range(min=1 if name in POSITIVE_RESOURCE_LIMITS else 0)
+        )
+        for name in RESOURCE_LIMITS
     },
     name="ResourceLimitsSchema",
 )
@@ -88,7 +92,7 @@ def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
         "links": [],
         "authenticationType": settings.authentication_type,
         "versionInfo": {
-            "current": {"oss": settings.git_revision or __version__, "enterprise": ""},
+            "current": {"oss": settings.git_revision or revision.current(), "enterprise": ""},
             "latest": {},
             "isLatest": True,
         },
@@ -99,32 +103,25 @@ def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
     }
 
 
-#: Key of the app's precomputed answer: ``(body bytes, ETag)``.
-ANSWER = "flagadmin.ui_config"
-
-
 @operation(
     bp,
     "/ui-config",
     section="4.3",
     summary="Get UI configuration",
     response=UiConfigSchema(),
-    statuses=(401,),
     conditional=True,
 )
-def get_ui_config(caller, db):
+def get_ui_config(caller, conn):
     """Version information, resource limits and instance settings. Any valid API token.
 
-    The answer depends on start-up settings only, so it is built once per app.
+    The answer depends on start-up settings only, so it is built once per app, through
+    :class:`UiConfigSchema`.
     """
-    body, etag = current_app.extensions[ANSWER]
-    response = Response(body, mimetype="application/json")
-    response.set_etag(etag)
-    return response
+    app_state = state()
 
+    def build() -> Answer:
+        record = ui_config(app_state.settings, app_state.base_uri_path, app_state.instance_id)
+        body = orjson.dumps(UiConfigSchema().dump(record))
+        return Answer(body, generate_etag(body))
 
-def init_app(app) -> None:
-    """Build ``app``'s ui-config answer once, through :class:`UiConfigSchema`."""
-    record = ui_config(app.config["SETTINGS"], app.config["BASE_URI_PATH"], app.config["INSTANCE_ID"])
-    body = orjson.dumps(UiConfigSchema().dump(record))
-    app.extensions[ANSWER] = (body, generate_etag(body))
+    return app_state.caches.fixed_answers.get_or_build("ui-config", build)

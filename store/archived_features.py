@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import sqlite_utils
-
+from .engine import Connection
 from .visibility import visible
 
 _BOOLEAN = "json(CASE WHEN {} THEN 'true' ELSE 'false' END)"
@@ -22,7 +21,7 @@ _FEATURE_JSON = (
 )
 
 
-def archived_features_json(db: sqlite_utils.Database, user_id: int | None, sees_all: bool) -> Iterator[str]:
+def archived_features_json(conn: Connection, user_id: int | None, sees_all: bool) -> Iterator[str]:
     """Yield each archived flag of the projects the caller sees as JSON text, newest archival
     first (ties by name).
 
@@ -31,11 +30,9 @@ def archived_features_json(db: sqlite_utils.Database, user_id: int | None, sees_
     lastSeenAt, enabled}]`` by name). Rows are read one at a time: memory stays flat whatever
     the number of flags.
     """
-    cursor = db.execute(
-        f"SELECT {_FEATURE_JSON} FROM features f"
+    return conn.values(
+        f"SELECT {_FEATURE_JSON} AS feature FROM features f"
         f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id')}"
         " ORDER BY f.archived_at DESC, f.name",
         {"user_id": user_id, "sees_all": int(sees_all)},
     )
-    for (row,) in cursor:
-        yield row

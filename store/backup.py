@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .db import BUSY_TIMEOUT_MS
+from .engine import BUSY_TIMEOUT_MS
 
 
 class BackupError(Exception):

@@ -4,27 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlite_utils
+from .engine import Connection
 
 
-def head(db: sqlite_utils.Database, integration_id: int) -> int | None:
+def head(conn: Connection, integration_id: int) -> int | None:
     """Return the ``seq`` of the integration's newest event (0 without events), or None when
     no integration configuration has ``integration_id``.
 
-    The log is append-only, so ``(integration, head)`` names one state of it: a page read at
-    the same head is the same page.
+    Rows are only ever appended at the head, so ``(integration, head)`` names one state of the
+    log: a page read at the same head is the same page.
     """
-    row = db.execute(
+    row = conn.one(
         "SELECT (SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = i.id)"
-        " FROM integrations i WHERE i.id = ?",
+        " AS head FROM integrations i WHERE i.id = ?",
         [integration_id],
-    ).fetchone()
-    return None if row is None else row[0]
+    )
+    return None if row is None else row["head"]
 
 
-def page(
-    db: sqlite_utils.Database, integration_id: int, top: int, limit: int, offset: int
-) -> list[dict[str, Any]]:
+def page(conn: Connection, integration_id: int, top: int, limit: int, offset: int) -> list[dict[str, Any]]:
     """Return up to ``limit`` events of one integration, newest first, skipping ``offset``,
     as of head ``top`` (see :func:`head`).
 
@@ -35,22 +33,11 @@ def page(
     """
     if offset >= top:
         return []
-    rows = db.execute(
-        "SELECT id, integration_id, created_at, state, state_details,"
-        " CAST(event AS BLOB), CAST(details AS BLOB)"
+    return conn.all(
+        "SELECT CAST(id AS TEXT) AS id, integration_id AS integrationId, created_at AS createdAt,"
+        " state, state_details AS stateDetails, CAST(event AS BLOB) AS event,"
+        " CAST(details AS BLOB) AS details"
         " FROM integration_events WHERE integration_id = ? AND seq <= ?"
         " ORDER BY seq DESC LIMIT ?",
         [integration_id, top - offset, limit],
-    ).fetchall()
-    return [
-        {
-            "id": str(row[0]),
-            "integrationId": row[1],
-            "createdAt": row[2],
-            "state": row[3],
-            "stateDetails": row[4],
-            "event": row[5],
-            "details": row[6],
-        }
-        for row in rows
-    ]
+    )

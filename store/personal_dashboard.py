@@ -4,25 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlite_utils
-
+from .engine import Connection
 from .visibility import visible
 
 
-def flags(db: sqlite_utils.Database, user_id: int) -> list[dict[str, Any]]:
+def flags(conn: Connection, user_id: int) -> list[dict[str, Any]]:
     """Live flags the user created or favorited, each once, newest created first.
 
     Items: ``{"name": str, "project": str, "type": str}``.
     """
-    rows = db.execute(
-        "SELECT name, project_id, type FROM features"
+    return conn.all(
+        "SELECT name, project_id AS project, type FROM features"
         " WHERE archived_at IS NULL AND name IN ("
         "   SELECT name FROM features WHERE created_by_user_id = :user_id"
         "   UNION SELECT feature_name FROM favorite_features WHERE user_id = :user_id)"
         " ORDER BY created_at DESC, name",
         {"user_id": user_id},
-    ).fetchall()
-    return [{"name": r[0], "project": r[1], "type": r[2]} for r in rows]
+    )
 
 
 #: Per flag type, the moment before which a live flag of that type is potentially stale:
@@ -36,7 +34,7 @@ _STALE_BEFORE = (
 _MY_PROJECTS = "SELECT project_id FROM project_members WHERE user_id = :user_id"
 
 
-def projects(db: sqlite_utils.Database, user_id: int, now: str) -> list[dict[str, Any]]:
+def projects(conn: Connection, user_id: int, now: str) -> list[dict[str, Any]]:
     """Projects where the user has any role, by name, with their counts and health at ``now``.
 
     Items: ``{"id", "name", "memberCount", "featureCount", "health"}``. ``memberCount``
@@ -45,7 +43,7 @@ def projects(db: sqlite_utils.Database, user_id: int, now: str) -> list[dict[str
     least their type's lifetime old), 100 for a project without flags. One query, answered
     from indexes (``features_project_health``, ``project_members_user``).
     """
-    rows = db.execute(
+    rows = conn.all(
         f"WITH {_STALE_BEFORE},"
         f" members AS (SELECT project_id, count(DISTINCT user_id) AS n FROM project_members"
         f"   WHERE project_id IN ({_MY_PROJECTS}) GROUP BY project_id),"
@@ -54,31 +52,25 @@ def projects(db: sqlite_utils.Database, user_id: int, now: str) -> list[dict[str
         "   FROM features f LEFT JOIN stale_before s ON s.type = f.type"
         f"   WHERE f.archived_at IS NULL AND f.project_id IN ({_MY_PROJECTS})"
         "   GROUP BY f.project_id)"
-        " SELECT p.id, p.name, coalesce(members.n, 0), coalesce(live.n, 0), coalesce(live.unhealthy, 0)"
+        " SELECT p.id, p.name, coalesce(members.n, 0) AS memberCount, coalesce(live.n, 0) AS featureCount,"
+        " coalesce(live.unhealthy, 0) AS unhealthy"
         " FROM projects p JOIN members ON members.project_id = p.id"
         " LEFT JOIN live ON live.project_id = p.id"
         " ORDER BY p.name, p.id",
         {"user_id": user_id, "now": now},
-    ).fetchall()
-    return [
-        {
-            "id": r[0],
-            "name": r[1],
-            "memberCount": r[2],
-            "featureCount": r[3],
-            "health": health(r[3], r[4]),
-        }
-        for r in rows
-    ]
+    )
+    for row in rows:
+        row["health"] = health(row["featureCount"], row.pop("unhealthy"))
+    return rows
 
 
-def next_health_change(db: sqlite_utils.Database, user_id: int, now: str) -> str | None:
+def next_health_change(conn: Connection, user_id: int, now: str) -> str | None:
     """Return the first moment after ``now`` at which a live flag of the user's projects
     becomes potentially stale (so some ``health`` of :func:`projects` changes), or None.
 
     Until then, and while the data is unchanged, :func:`projects` gives the same answer.
     """
-    row = db.execute(
+    return conn.value(
         f"WITH {_STALE_BEFORE}"
         " SELECT min(strftime('%Y-%m-%dT%H:%M:%fZ', f.created_at, '+' || t.lifetime_days || ' days'))"
         " FROM features f JOIN stale_before s ON s.type = f.type"
@@ -86,8 +78,7 @@ def next_health_change(db: sqlite_utils.Database, user_id: int, now: str) -> str
         f" WHERE f.archived_at IS NULL AND f.project_id IN ({_MY_PROJECTS})"
         " AND f.stale = 0 AND f.created_at > s.moment",
         {"user_id": user_id, "now": now},
-    ).fetchone()
-    return row[0]
+    )
 
 
 def health(live_flags: int, unhealthy_flags: int) -> int:
@@ -97,26 +88,25 @@ def health(live_flags: int, unhealthy_flags: int) -> int:
     return 100 - (200 * unhealthy_flags + live_flags) // (2 * live_flags)
 
 
-def admins(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+def admins(conn: Connection) -> list[dict[str, Any]]:
     """Users whose root role is Admin, by id: ``{"id", "name", "username", "imageUrl", "email"}``."""
-    rows = db.execute(
-        "SELECT id, name, username, image_url, email FROM users WHERE root_role = 'Admin' ORDER BY id"
-    ).fetchall()
-    return [{"id": r[0], "name": r[1], "username": r[2], "imageUrl": r[3], "email": r[4]} for r in rows]
+    return conn.all(
+        "SELECT id, name, username, image_url AS imageUrl, email FROM users"
+        " WHERE root_role = 'Admin' ORDER BY id"
+    )
 
 
-def project_owners(db: sqlite_utils.Database, user_id: int, sees_all: bool) -> list[dict[str, Any]]:
+def project_owners(conn: Connection, user_id: int, sees_all: bool) -> list[dict[str, Any]]:
     """Owners of the projects the caller sees, each once, by displayed name.
 
     Items: ``{"ownerType": "user", "name": str, "imageUrl": str|None, "email": str|None}``;
     ``name`` falls back to the username, then the email.
     """
-    rows = db.execute(
-        "SELECT coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS shown,"
-        " u.image_url, u.email FROM users u"
+    return conn.all(
+        "SELECT 'user' AS ownerType, coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS name,"
+        " u.image_url AS imageUrl, u.email FROM users u"
         " WHERE u.id IN (SELECT user_id FROM project_members"
         f"   WHERE role = 'Owner' AND {visible('project_id')})"
-        " ORDER BY shown, u.id",
+        " ORDER BY name, u.id",
         {"user_id": user_id, "sees_all": int(sees_all)},
-    ).fetchall()
-    return [{"ownerType": "user", "name": r[0], "imageUrl": r[1], "email": r[2]} for r in rows]
+    )

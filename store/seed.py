@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import sqlite_utils
+
+from .engine import Connection
 
 
-def existing_keys(db: sqlite_utils.Database) -> dict[str, set]:
+def existing_keys(conn: Connection) -> dict[str, set]:
     """Return the keys already stored, per kind: users, usernames, projects, features,
     integrations, favorites."""
 
     def column(sql: str) -> set:
-        return {row[0] for row in db.execute(sql).fetchall()}
+        return set(conn.values(sql))
 
     return {
         "users": column("SELECT id FROM users"),
@@ -21,7 +22,10 @@ def existing_keys(db: sqlite_utils.Database) -> dict[str, set]:
         "projects": column("SELECT id FROM projects"),
         "features": column("SELECT name FROM features"),
         "integrations": column("SELECT id FROM integrations"),
-        "favorites": {tuple(r) for r in db.execute("SELECT user_id, feature_name FROM favorite_features")},
+        "favorites": {
+            (r["user_id"], r["feature_name"])
+            for r in conn.all("SELECT user_id, feature_name FROM favorite_features")
+        },
     }
 
 
@@ -29,7 +33,7 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def insert_documents(db: sqlite_utils.Database, documents: list[dict[str, list[dict]]]) -> dict[str, int]:
+def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -> dict[str, int]:
     """Insert validated documents, in order; call inside a transaction.
 
     Integration events get ids in load order, and each integration's ``seq`` continues from
@@ -39,22 +43,22 @@ def insert_documents(db: sqlite_utils.Database, documents: list[dict[str, list[d
         ("users", "projects", "features", "favorites", "integrations", "integrationEvents"), 0
     )
     for doc in documents:
-        db.conn.executemany(
+        conn.run_many(
             "INSERT INTO users (id, username, name, email, image_url, root_role) VALUES (?, ?, ?, ?, ?, ?)",
             [
                 (u["id"], u["username"], u.get("name"), u.get("email"), u.get("imageUrl"), u["rootRole"])
                 for u in doc["users"]
             ],
         )
-        db.conn.executemany(
+        conn.run_many(
             "INSERT INTO projects (id, name, description) VALUES (?, ?, ?)",
             [(p["id"], p["name"], p.get("description")) for p in doc["projects"]],
         )
-        db.conn.executemany(
+        conn.run_many(
             "INSERT OR IGNORE INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)",
             [(p["id"], m["userId"], m["role"]) for p in doc["projects"] for m in p["members"]],
         )
-        db.conn.executemany(
+        conn.run_many(
             "INSERT INTO features (name, project_id, type, description, stale, impression_data,"
             " created_at, created_by_user_id, archived_at, last_seen_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -74,7 +78,7 @@ def insert_documents(db: sqlite_utils.Database, documents: list[dict[str, list[d
                 for f in doc["features"]
             ],
         )
-        db.conn.executemany(
+        conn.run_many(
             "INSERT OR REPLACE INTO feature_environments (feature_name, name, enabled, last_seen_at)"
             " VALUES (?, ?, ?, ?)",
             [
@@ -83,11 +87,11 @@ def insert_documents(db: sqlite_utils.Database, documents: list[dict[str, list[d
                 for e in f["environments"]
             ],
         )
-        db.conn.executemany(
+        conn.run_many(
             "INSERT INTO favorite_features (user_id, feature_name) VALUES (?, ?)",
             [(f["userId"], f["feature"]) for f in doc["favorites"]],
         )
-        db.conn.executemany(
+        conn.run_many(
             "INSERT INTO integrations (id, provider, description, enabled, events, projects,"
             " environments, parameters) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -104,13 +108,13 @@ def insert_documents(db: sqlite_utils.Database, documents: list[dict[str, list[d
                 for n in doc["integrations"]
             ],
         )
-        insert_integration_events(db, doc["integrationEvents"])
+        insert_integration_events(conn, doc["integrationEvents"])
         for key in counts:
             counts[key] += len(doc[key])
     return counts
 
 
-def insert_integration_events(db: sqlite_utils.Database, events: list[dict[str, Any]]) -> None:
+def insert_integration_events(conn: Connection, events: list[dict[str, Any]]) -> None:
     """Append integration events in the given order (oldest first); call inside a transaction.
 
     Items: ``{integrationId, createdAt, state, stateDetails, event (dict), details (dict)}``.
@@ -120,9 +124,9 @@ def insert_integration_events(db: sqlite_utils.Database, events: list[dict[str, 
     for e in events:
         integration = e["integrationId"]
         if integration not in next_seq:
-            top = db.execute(
+            top = conn.value(
                 "SELECT max(seq) FROM integration_events WHERE integration_id = ?", [integration]
-            ).fetchone()[0]
+            )
             next_seq[integration] = (top or 0) + 1
         rows.append(
             (
@@ -136,17 +140,17 @@ def insert_integration_events(db: sqlite_utils.Database, events: list[dict[str, 
             )
         )
         next_seq[integration] += 1
-    db.conn.executemany(
+    conn.run_many(
         "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details,"
         " event, details) VALUES (?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
 
 
-def is_empty(db: sqlite_utils.Database) -> bool:
+def is_empty(conn: Connection) -> bool:
     """Return True when no user, project, flag or integration is stored yet."""
-    row = db.execute(
+    stored = conn.value(
         "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM projects)"
         " + (SELECT count(*) FROM features) + (SELECT count(*) FROM integrations)"
-    ).fetchone()
-    return row[0] == 0
+    )
+    return stored == 0

@@ -3,26 +3,59 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
-import sqlite_utils
-
-from .db import immediate
+from .engine import Connection
 
 
-def instance_id(db: sqlite_utils.Database) -> str:
+def instance_id(conn: Connection) -> str:
     """Return this instance's id (a UUID), creating it on first call (spec 2.5 instanceId)."""
-    with immediate(db):
-        db.execute(
-            "INSERT OR IGNORE INTO settings (key, value) VALUES ('instance_id', ?)",
-            [str(uuid.uuid4())],
-        )
-        return db.execute("SELECT value FROM settings WHERE key = 'instance_id'").fetchone()[0]
+    with conn.write("settings"):
+        conn.run("INSERT OR IGNORE INTO settings (key, value) VALUES ('instance_id', ?)", [str(uuid.uuid4())])
+        return conn.value("SELECT value FROM settings WHERE key = 'instance_id'")
 
 
-def data_version(db: sqlite_utils.Database) -> int:
-    """Return the count of changes made so far to the data the operations read.
+def content_version(conn: Connection) -> int:
+    """Return the content version: the count of changes made so far to the data that 4.2 and
+    4.4 read.
 
-    Triggers in ``schema.sql`` bump it on every write to users, projects, members, flags,
+    Triggers in ``schema.sql`` move it on every write to users, projects, members, flags,
     their environments and favorites: an answer computed at one version holds until it moves.
     """
-    return int(db.execute("SELECT value FROM settings WHERE key = 'data_version'").fetchone()[0])
+    return int(conn.value("SELECT value FROM settings WHERE key = 'content_version'"))
+
+
+def credentials_version(conn: Connection) -> int:
+    """Return the credentials version: the count of changes that can invalidate a valid API
+    token or change whom it acts as (revocation, expiry, root role, user removed).
+
+    A token found valid at one credentials version is valid, as the same caller, until it
+    moves (or the token's own expiry passes).
+    """
+    return int(conn.value("SELECT value FROM settings WHERE key = 'credentials_version'"))
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The two version counters at one moment: ``content`` and ``credentials``."""
+
+    content: int
+    credentials: int
+
+
+def versions(conn: Connection) -> Versions:
+    """Return both version counters, read at most once per commit anywhere.
+
+    The counters are read again only when the connection's commit counter has moved (someone
+    else committed) or this connection committed itself; otherwise the values read last
+    still hold, and the answer costs one ``PRAGMA`` and no table access.
+    """
+    counter = conn.commit_counter()
+    memo = conn.memo.get("versions")
+    if memo is not None and memo[0] == counter:
+        return memo[1]
+    rows = conn.all("SELECT key, value FROM settings WHERE key IN ('content_version', 'credentials_version')")
+    values = {row["key"]: int(row["value"]) for row in rows}
+    found = Versions(values["content_version"], values["credentials_version"])
+    conn.memo["versions"] = (counter, found)
+    return found

@@ -1,20 +1,20 @@
 """API tokens (spec 5): admin tokens and personal access tokens, stored only as digests.
 
 A token is looked up by the SHA-256 digest of what the client sent; the plain token is never
-stored, compared or logged.
+stored, compared or logged. Functions that depend on the time take ``now`` (a stored-format
+timestamp) so that the caller's clock decides.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import sqlite_utils
-
-from ..timestamps import now_rfc3339
-from .db import immediate
+from ..timestamps import format_rfc3339, now_rfc3339, parse_rfc3339
+from .engine import Connection
 
 #: Seconds between two writes of a token's ``last_used_at``: reads stay reads.
 LAST_USED_GRANULARITY_S = 60
@@ -39,142 +39,152 @@ def new_personal_token() -> str:
 
 
 def insert_token(
-    db: sqlite_utils.Database,
+    conn: Connection,
     token: str,
     *,
     kind: str,
     user_id: int | None = None,
     name: str,
     expires_at: str | None = None,
+    now: str | None = None,
 ) -> int:
     """Store the digest of ``token`` and return the new row id.
 
     ``kind`` is ``"admin"`` (``user_id`` None) or ``"personal"`` (``user_id`` set).
 
-    :raise sqlite3.IntegrityError: the token is already stored, or kind and user disagree.
+    :raise flagadmin.store.Conflict: the token is already stored.
+    :raise sqlite3.IntegrityError: kind and user disagree.
     """
-    with immediate(db):
-        cursor = db.execute(
+    with conn.write("api_tokens"):
+        return conn.insert(
             "INSERT INTO api_tokens (digest, kind, user_id, name, created_at, expires_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            [digest(token), kind, user_id, name, now_rfc3339(), expires_at],
+            [digest(token), kind, user_id, name, now or now_rfc3339(), expires_at],
         )
-        return cursor.lastrowid
 
 
-def ensure_admin_token(db: sqlite_utils.Database, token: str, *, name: str) -> bool:
+def ensure_admin_token(conn: Connection, token: str, *, name: str) -> bool:
     """Make sure ``token`` is a valid, unrevoked, unexpiring admin token. Idempotent.
 
     Returns True when a row was added or reinstated, False when it already was valid.
     """
-    with immediate(db):
-        row = db.execute(
-            "SELECT id, kind, revoked_at, expires_at FROM api_tokens WHERE digest = ?",
-            [digest(token)],
-        ).fetchone()
+    with conn.write("api_tokens"):
+        row = conn.one(
+            "SELECT id, kind, revoked_at, expires_at FROM api_tokens WHERE digest = ?", [digest(token)]
+        )
         if row is None:
-            db.execute(
+            conn.run(
                 "INSERT INTO api_tokens (digest, kind, name, created_at) VALUES (?, 'admin', ?, ?)",
                 [digest(token), name, now_rfc3339()],
             )
             return True
-        if row[1] == "admin" and row[2] is None and row[3] is None:
+        if row["kind"] == "admin" and row["revoked_at"] is None and row["expires_at"] is None:
             return False
-        db.execute(
+        conn.run(
             "UPDATE api_tokens SET kind = 'admin', user_id = NULL, revoked_at = NULL,"
             " expires_at = NULL WHERE id = ?",
-            [row[0]],
+            [row["id"]],
         )
         return True
 
 
-def has_admin_token(db: sqlite_utils.Database) -> bool:
+def has_admin_token(conn: Connection) -> bool:
     """Return True when at least one usable admin token exists."""
-    row = db.execute(
+    found = conn.value(
         "SELECT 1 FROM api_tokens WHERE kind = 'admin' AND revoked_at IS NULL"
         " AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
         [now_rfc3339()],
-    ).fetchone()
-    return row is not None
+    )
+    return found is not None
 
 
-def find_caller(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
-    """Return the caller that ``token`` authenticates, or None.
+@dataclass(frozen=True)
+class Caller:
+    """Who a valid API token acts as (spec 5).
 
-    Shape: ``{"token_id": int, "kind": "admin"|"personal", "user_id": int|None,
-    "root_role": "Admin"|"Editor"|"Viewer", "last_used_at": str|None, "expires_at":
-    str|None}``. An admin token acts with root role Admin. Revoked and expired tokens
+    ``token_id`` and ``kind`` (``"admin"`` or ``"personal"``) of the token; ``user_id`` of its
+    user (None for an admin token); ``root_role`` (``Admin``, ``Editor`` or ``Viewer``; an
+    admin token acts as Admin); ``username`` (None for an admin token); when the token was
+    last used and when it expires (stored timestamps, or None).
+    """
+
+    token_id: int
+    kind: str
+    user_id: int | None
+    root_role: str
+    username: str | None = None
+    last_used_at: str | None = None
+    expires_at: str | None = None
+
+    @property
+    def sees_all_projects(self) -> bool:
+        """True for Admins and Editors, who see every project."""
+        return self.root_role in ("Admin", "Editor")
+
+    @property
+    def expires_epoch(self) -> float | None:
+        """When the token stops working, in epoch seconds (None: never)."""
+        return parse_rfc3339(self.expires_at).timestamp() if self.expires_at else None
+
+
+def find_caller(conn: Connection, token: str, now: str) -> Caller | None:
+    """Return the :class:`Caller` that ``token`` authenticates at ``now``, or None.
+
+    Revoked tokens, tokens expired at ``now`` and personal tokens of removed users
     authenticate nobody.
     """
-    row = db.execute(
-        "SELECT t.id, t.kind, t.user_id, COALESCE(u.root_role, 'Admin'), t.last_used_at, t.expires_at"
+    row = conn.one(
+        "SELECT t.id AS token_id, t.kind, t.user_id, COALESCE(u.root_role, 'Admin') AS root_role,"
+        " u.username, t.last_used_at, t.expires_at"
         " FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id"
         " WHERE t.digest = ? AND t.revoked_at IS NULL"
         " AND (t.expires_at IS NULL OR t.expires_at > ?)"
         " AND (t.kind = 'admin' OR u.id IS NOT NULL)",
-        [digest(token), now_rfc3339()],
-    ).fetchone()
-    if row is None:
-        return None
-    return {
-        "token_id": row[0],
-        "kind": row[1],
-        "user_id": row[2],
-        "root_role": row[3],
-        "last_used_at": row[4],
-        "expires_at": row[5],
-    }
+        [digest(token), now],
+    )
+    return None if row is None else Caller(**row)
 
 
-def change_counter(db: sqlite_utils.Database) -> int:
-    """Return ``PRAGMA data_version``: it moves whenever another connection (another thread,
-    or a command such as ``revoke-token``) commits. Equal values: nothing changed meanwhile."""
-    return db.conn.execute("PRAGMA data_version").fetchone()[0]
-
-
-def touch(db: sqlite_utils.Database, token_id: int, last_used_at: str | None) -> None:
-    """Record that a token was used now, at most once per :data:`LAST_USED_GRANULARITY_S`.
+def touch(conn: Connection, token_id: int, last_used_at: str | None, now: str) -> None:
+    """Record that a token was used at ``now``, at most once per :data:`LAST_USED_GRANULARITY_S`.
 
     ``last_used_at`` is the value read with the token; when it is recent, nothing is written.
     """
-    now = now_rfc3339()
-    threshold = now_rfc3339(offset=-timedelta(seconds=LAST_USED_GRANULARITY_S))
+    threshold = format_rfc3339(parse_rfc3339(now) - timedelta(seconds=LAST_USED_GRANULARITY_S))
     if last_used_at is not None and last_used_at > threshold:
         return
-    with immediate(db):
-        db.execute("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [now, token_id])
+    with conn.write("api_tokens"):
+        conn.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [now, token_id])
 
 
-def list_tokens(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+def list_tokens(conn: Connection, now: str | None = None) -> list[dict[str, Any]]:
     """Return every API token, oldest first, without its digest (spec 5: tokens stay secret).
 
     Each: ``{"id", "name", "kind", "username" (None for admin tokens), "created_at",
     "last_used_at", "expires_at", "revoked_at", "status"}``, where ``status`` is ``"active"``,
     ``"expired"`` or ``"revoked"``.
     """
-    now = now_rfc3339()
-    rows = db.execute(
+    now = now or now_rfc3339()
+    tokens = conn.all(
         "SELECT t.id, t.name, t.kind, u.username, t.created_at, t.last_used_at, t.expires_at,"
         " t.revoked_at FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id ORDER BY t.id"
-    ).fetchall()
-    keys = ("id", "name", "kind", "username", "created_at", "last_used_at", "expires_at", "revoked_at")
-    tokens = [dict(zip(keys, row, strict=True)) for row in rows]
+    )
     for token in tokens:
         expired = token["expires_at"] is not None and token["expires_at"] <= now
         token["status"] = "revoked" if token["revoked_at"] else "expired" if expired else "active"
     return tokens
 
 
-def revoke(db: sqlite_utils.Database, token_id: int) -> tuple[str, bool] | None:
+def revoke(conn: Connection, token_id: int) -> tuple[str, bool] | None:
     """Revoke the API token with id ``token_id``: it authenticates nobody from now on.
 
     Idempotent. Returns ``(revoked_at, newly)``: when it was revoked and whether this call did
     it (False: it already was). Returns None when no token has that id.
     """
-    with immediate(db):
-        cursor = db.execute(
+    with conn.write("api_tokens"):
+        changed = conn.run(
             "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
             [now_rfc3339(), token_id],
         )
-        row = db.execute("SELECT revoked_at FROM api_tokens WHERE id = ?", [token_id]).fetchone()
-    return None if row is None else (row[0], cursor.rowcount == 1)
+        revoked_at = conn.value("SELECT revoked_at FROM api_tokens WHERE id = ?", [token_id])
+    return None if revoked_at is None else (revoked_at, changed == 1)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite_utils
+from .engine import Connection
 
 
-def id_by_username(db: sqlite_utils.Database, username: str) -> int | None:
+def id_by_username(conn: Connection, username: str) -> int | None:
     """Return the id of the user named ``username``, or None."""
-    row = db.execute("SELECT id FROM users WHERE username = ?", [username]).fetchone()
-    return None if row is None else row[0]
+    return conn.value("SELECT id FROM users WHERE username = ?", [username])

@@ -1,5 +1,10 @@
-"""Fixtures: a fresh seeded database file per test, the Flask test client, tokens, the CLI
-runner, the OpenAPI validator and a real waitress server on 127.0.0.1."""
+"""Fixtures: a fresh seeded database file per test, ``make_app(**settings)``, the Flask test
+client, ``seed(document)``, tokens, a clock moved by hand, the CLI runner, the OpenAPI
+validator and a real waitress server on 127.0.0.1.
+
+``pytest --answer-cache=off`` builds every app with its caches off: every answer is then built
+afresh, and the answer checks must pass all the same (``.ci/run`` runs them both ways).
+"""
 
 from __future__ import annotations
 
@@ -10,24 +15,38 @@ import pytest
 from click.testing import CliRunner
 from openapi_schema_validator import OAS30Validator
 
-from flagadmin.app import cli, create_app
+from flagadmin.app import create_app
+from flagadmin.cli import cli
 from flagadmin.config import Settings
-from flagadmin.seed_documents import demo_files, load_files
-from flagadmin.store import db as store_db
-from flagadmin.store import tokens, users
+from flagadmin.seed_documents import demo_files, load_documents, load_files
+from flagadmin.store import connect, schema, tokens, users
 
-from helpers import LiveServer
+from helpers import LiveServer, ManualClock
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--answer-cache",
+        choices=("on", "off"),
+        default="on",
+        help="off: every app is built with its answer caches off (ANSWER_CACHE=False).",
+    )
+
+
+@pytest.fixture(scope="session")
+def answer_cache(pytestconfig) -> bool:
+    """Whether apps built by the fixtures keep answers (``--answer-cache``)."""
+    return pytestconfig.getoption("--answer-cache") == "on"
 
 
 @pytest.fixture(scope="session")
 def seeded_template(tmp_path_factory) -> Path:
     """A database holding the demo dataset, built once per session and copied per test."""
     path = tmp_path_factory.mktemp("template") / "flagadmin.db"
-    store_db.ensure_schema(path)
-    db = store_db.connect(path)
-    load_files(db, demo_files())
-    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.close()
+    schema.ensure_schema(path)
+    with connect(path) as conn:
+        load_files(conn, demo_files())
+        conn.pragma("wal_checkpoint(TRUNCATE)")
     return path
 
 
@@ -40,11 +59,28 @@ def db_path(tmp_path: Path, seeded_template: Path) -> Path:
 
 
 @pytest.fixture
-def app(db_path: Path):
+def make_app(db_path: Path, answer_cache: bool):
+    """Build an app on the test's database: ``make_app(auth_failure_limit="3/minute")`` sets
+    :class:`Settings` fields; ``config={...}`` adds app config (``CLOCK``, ``DATABASE``...)."""
+
+    def make(config: dict | None = None, **settings):
+        return create_app(
+            {
+                "DATABASE": str(db_path),
+                "SETTINGS": Settings(**{"git_revision": "abc123", **settings}),
+                "TESTING": True,
+                "ANSWER_CACHE": answer_cache,
+                **(config or {}),
+            }
+        )
+
+    return make
+
+
+@pytest.fixture
+def app(make_app):
     """The application on the seeded database, with default settings."""
-    return create_app(
-        {"DATABASE": str(db_path), "SETTINGS": Settings(git_revision="abc123"), "TESTING": True}
-    )
+    return make_app()
 
 
 @pytest.fixture
@@ -53,11 +89,27 @@ def client(app):
 
 
 @pytest.fixture
+def clock() -> ManualClock:
+    """A clock that moves only when the test says so; give it to an app as ``CLOCK``."""
+    return ManualClock()
+
+
+@pytest.fixture
 def db(db_path: Path):
     """A connection to the test database, for checks and setup beside the HTTP stack."""
-    connection = store_db.connect(db_path)
-    yield connection
-    connection.close()
+    with connect(db_path) as conn:
+        yield conn
+
+
+@pytest.fixture
+def seed(db):
+    """Load seed documents into the test database: ``seed({"users": [...]})``; returns the
+    counts per key. Goes through the same loader as ``flagadmin seed``."""
+
+    def load(*documents: dict) -> dict[str, int]:
+        return load_documents(db, documents)
+
+    return load
 
 
 @pytest.fixture
@@ -133,8 +185,14 @@ def assert_valid(openapi_document):
         operation = openapi_document["paths"][path][method]
         documented = operation["responses"].get(str(response.status_code))
         assert documented is not None, f"status {response.status_code} is not documented for {path}"
-        schema = documented["content"]["application/json"]["schema"]
-        OAS30Validator({**schema, "components": openapi_document["components"]}).validate(response.get_json())
+        content = documented.get("content")
+        if content is None:
+            assert not response.get_data(), f"status {response.status_code} of {path} documents no body"
+            return
+        schema_ = content["application/json"]["schema"]
+        OAS30Validator({**schema_, "components": openapi_document["components"]}).validate(
+            response.get_json()
+        )
 
     return check
 
@@ -145,7 +203,7 @@ def live_server(db_path):
     started: list[LiveServer] = []
 
     def start(**kwargs) -> LiveServer:
-        server = LiveServer(db_path, **kwargs)
+        server = LiveServer(kwargs.pop("path", db_path), **kwargs)
         started.append(server)
         return server
 

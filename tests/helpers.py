@@ -1,13 +1,30 @@
-"""Helpers shared by the tests: headers and a real server process."""
+"""Helpers shared by the tests: headers, a clock moved by hand, the command line as a process,
+and a real ``flagadmin serve`` on 127.0.0.1 with a ``request()`` method."""
 
 from __future__ import annotations
 
+import hashlib
+import http.client
+import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+import orjson
+
+from flagadmin.store import connect, scim_tokens
+from flagadmin.timestamps import Clock
+
+#: How to run this interpreter's ``flagadmin`` command line.
+FLAGADMIN = [sys.executable, "-c", "from flagadmin.cli import main; main()"]
 
 
 def auth(token: str) -> dict[str, str]:
@@ -16,9 +33,57 @@ def auth(token: str) -> dict[str, str]:
 
 
 def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def flagadmin(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run the ``flagadmin`` command line of this interpreter's installation."""
+    return subprocess.run(
+        [*FLAGADMIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+class ManualClock(Clock):
+    """A clock that stands still until the test moves it with :meth:`advance`."""
+
+    def __init__(self, start: datetime | None = None):
+        self._now = start or datetime.now(UTC)
+        self._monotonic = 1000.0
+
+    def now(self) -> datetime:
+        return self._now
+
+    def time(self) -> float:
+        return self._now.timestamp()
+
+    def monotonic(self) -> float:
+        return self._monotonic
+
+    def advance(self, seconds: float) -> None:
+        """Move both clocks ``seconds`` forward."""
+        self._now += timedelta(seconds=seconds)
+        self._monotonic += seconds
+
+
+@dataclass
+class Reply:
+    """What a live server answered: status, headers (lower-case names) and body bytes."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
 
 
 class LiveServer:
@@ -31,9 +96,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = db_path.parent / f"server-{self.port}.log"
         command = [
-            sys.executable,
-            "-c",
-            "from flagadmin.app import main; main()",
+            *FLAGADMIN,
             "serve",
             "--db",
             str(db_path),
@@ -41,10 +104,9 @@ class LiveServer:
             str(self.port),
             "--threads",
             str(threads),
-            *args,
         ]
         self.process = subprocess.Popen(
-            command,
+            [*command, *args],
             env={**os.environ, **(env or {})},
             stdout=self.log.open("wb"),
             stderr=subprocess.STDOUT,
@@ -63,6 +125,23 @@ class LiveServer:
                 time.sleep(0.05)
         raise RuntimeError("server did not start in time")
 
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        timeout: float = 30,
+    ) -> Reply:
+        """Send one request on a new connection and read the whole answer."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+        finally:
+            conn.close()
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -71,3 +150,130 @@ class LiveServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+
+
+# --- looking into a database file, and loading a live server --------------------------------
+
+#: Row counts of the demo dataset (seed/demo.json).
+DEMO_COUNTS = {
+    "users": 9,
+    "projects": 4,
+    "features": 40,
+    "favorite_features": 17,
+    "integrations": 6,
+    "integration_events": 324,
+}
+
+GENERATE = "/api/admin/scim-settings/generate-new-token"
+SCIM = "/scim/v2/ServiceProviderConfig"
+READS = ("/api/admin/ui-config", "/api/admin/addons/1/events", "/api/admin/archive/features")
+
+
+def table_counts(path: Path) -> dict[str, int]:
+    """Row count of every table of the database at ``path``."""
+    conn = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] for name in sorted(names)}
+    finally:
+        conn.close()
+
+
+def fingerprint(path: Path) -> str:
+    """SHA-256 of the SQL dump of the database: equal fingerprints, equal contents."""
+    conn = sqlite3.connect(path)
+    try:
+        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
+    finally:
+        conn.close()
+
+
+def pragma(path: Path, name: str):
+    conn = sqlite3.connect(path)
+    try:
+        rows = [r[0] for r in conn.execute(f"PRAGMA {name}")]
+    finally:
+        conn.close()
+    return rows[0] if len(rows) == 1 else rows
+
+
+def active_scim_tokens(path: Path) -> int:
+    with connect(path) as conn:
+        return scim_tokens.active_count(conn)
+
+
+@dataclass
+class Load:
+    """Clients generating SCIM tokens and reading, on keep-alive connections, until stopped.
+
+    ``received`` holds ``(sent_tick, received_tick, token)`` per 200 of a generation, the ticks
+    taken from one counter under one lock just before the request is sent and just after its
+    answer is read: ``a`` was received before ``b`` was sent iff ``a[1] < b[0]``.
+    """
+
+    port: int
+    admin: str
+    generators: int = 8
+    readers: int = 4
+    max_requests_per_client: int = 2000
+    seconds: float = 20.0
+    received: list[tuple[int, int, str]] = field(default_factory=list)
+    read_statuses: list[int] = field(default_factory=list)
+    generate_statuses: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tick = 0
+        self.stop = threading.Event()
+        self.deadline = time.monotonic() + self.seconds
+        self.threads = [
+            threading.Thread(target=self._client, args=(i < self.generators, i), daemon=True)
+            for i in range(self.generators + self.readers)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _next_tick(self) -> int:
+        with self.lock:
+            self.tick += 1
+            return self.tick
+
+    def _client(self, generator: bool, index: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        headers = {"Authorization": self.admin}
+        try:
+            for n in range(self.max_requests_per_client):
+                if self.stop.is_set() or time.monotonic() > self.deadline:
+                    return
+                method, path = ("POST", GENERATE) if generator else ("GET", READS[(index + n) % len(READS)])
+                sent = self._next_tick()
+                try:
+                    conn.request(method, path, headers=headers)
+                    response = conn.getresponse()
+                    body = response.read()
+                except (OSError, http.client.HTTPException):
+                    return  # the server is gone (killed): this client stops
+                received = self._next_tick()
+                with self.lock:
+                    if generator:
+                        self.generate_statuses.append(response.status)
+                        if response.status == 200:
+                            self.received.append((sent, received, orjson.loads(body)["token"]))
+                    else:
+                        self.read_statuses.append(response.status)
+        finally:
+            conn.close()
+
+    def wait_for(self, generations: int, timeout: float, reads: int = 0) -> None:
+        """Wait until this many generations and reads were answered, or ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and (
+            len(self.received) < generations or len(self.read_statuses) < reads
+        ):
+            time.sleep(0.01)
+
+    def finish(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(15)
+        assert not any(t.is_alive() for t in self.threads), "a client did not stop"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from flagadmin.store import tokens
@@ -48,7 +50,7 @@ def test_token__formats__admin_and_personal(admin_token, alice):
 
 
 def test_token__stored_only_as_digest(db, admin_token, alice):
-    dump = "\n".join(db.conn.iterdump())
+    dump = "\n".join(db.sqlite.iterdump())
     assert admin_token not in dump and alice not in dump
     assert tokens.digest(admin_token) in dump
 
@@ -59,38 +61,56 @@ def test_token__expired__401(client, make_token):
 
 
 def test_token__revoked__401(client, db, admin_token):
-    db.execute("UPDATE api_tokens SET revoked_at = ?", [now_rfc3339()])
-    db.conn.commit()
+    db.run("UPDATE api_tokens SET revoked_at = ?", [now_rfc3339()])
     assert client.get(UI, headers=auth(admin_token)).status_code == 401
 
 
 def test_token__use__recorded_as_last_used(client, db, alice):
     client.get(UI, headers=auth(alice))
-    row = db.execute(
-        "SELECT last_used_at FROM api_tokens WHERE digest = ?", [tokens.digest(alice)]
-    ).fetchone()
-    assert row[0] is not None
+    last_used = db.value("SELECT last_used_at FROM api_tokens WHERE digest = ?", [tokens.digest(alice)])
+    assert last_used is not None
 
 
 def test_token__revoked_while_remembered__401_on_the_next_request(client, db, admin_token):
     # Given: a token the app has found valid (and remembers)
     assert client.get(UI, headers=auth(admin_token)).status_code == 200
     # When: another connection revokes it, as `flagadmin revoke-token` does
-    db.execute("UPDATE api_tokens SET revoked_at = ?", [now_rfc3339()])
-    db.conn.commit()
+    db.run("UPDATE api_tokens SET revoked_at = ?", [now_rfc3339()])
     # Then
     assert client.get(UI, headers=auth(admin_token)).status_code == 401
 
 
-def test_token__expires_while_remembered__401_once_expired(client, make_token):
-    # Given: a token valid for one more second, found valid
-    from datetime import timedelta
-
-    token = make_token("admin", expires_at=now_rfc3339(timedelta(seconds=1)))
+def test_token__expires_while_remembered__401_once_expired(make_app, make_token, clock):
+    # Given: a token valid for one more minute, found valid by an app on the test's clock
+    token = make_token("admin", expires_at=clock.now_rfc3339(timedelta(seconds=60)))
+    client = make_app(config={"CLOCK": clock}).test_client()
     assert client.get(UI, headers=auth(token)).status_code == 200
-    # When: the second passes, with no write anywhere
-    import time
-
-    time.sleep(1.1)
+    # When: the minute passes, with no write anywhere
+    clock.advance(59)
+    before = client.get(UI, headers=auth(token)).status_code
+    clock.advance(2)
     # Then
+    assert before == 200
     assert client.get(UI, headers=auth(token)).status_code == 401
+
+
+def test_token__root_role_changes_while_remembered__next_request_acts_on_it(client, db, make_token):
+    # Given: alice (Editor) is found valid and refused the ADMIN operations
+    token = make_token(user="alice")
+    assert client.get("/api/admin/addons/1/events", headers=auth(token)).status_code == 403
+    # When: another connection makes her Admin
+    db.run("UPDATE users SET root_role = 'Admin' WHERE username = 'alice'")
+    # Then: the very next request acts with the new role
+    assert client.get("/api/admin/addons/1/events", headers=auth(token)).status_code == 200
+
+
+def test_token_lookup__by_digest__plain_token_never_sent_to_sqlite(db, admin_token):
+    # Given: a record of every SQL statement the connection runs, parameters expanded
+    sent: list[str] = []
+    db.trace(sent.append)
+    # When
+    found = tokens.find_caller(db, admin_token, now_rfc3339())
+    # Then
+    assert found is not None
+    assert any(tokens.digest(admin_token) in statement for statement in sent)
+    assert not any(admin_token in statement for statement in sent)

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from flagadmin.app import cli
-from flagadmin.store import db as store_db
+from flagadmin.cli import cli
+from flagadmin.store import schema as store_db
 from flagadmin.store.tokens import digest
 
 
@@ -163,3 +163,27 @@ def test_seed__not_json__refused(invoke, tmp_path):
     result = invoke("seed", str(path))
     assert result.exit_code == 1
     assert "broken.json" in result.output and "not JSON" in result.output
+
+
+def test_version__version_and_revision(runner):
+    from flagadmin import __version__, revision
+
+    result = runner.invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"flagadmin {__version__} (revision {revision.current()})"
+
+
+def test_create_app__many_apps__never_run_git(db_path, monkeypatch):
+    """The revision is found once, at build or at start (cli.main), never per app."""
+    import subprocess
+
+    from flagadmin.app import create_app
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError(f"create_app ran a process: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    for _ in range(3):
+        app = create_app({"DATABASE": str(db_path)})
+        assert app.test_client().get("/health").status_code == 200

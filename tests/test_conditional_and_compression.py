@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flagadmin.blueprints import personal_dashboard as dashboard_view
 from flagadmin.timestamps import format_rfc3339
 
 from helpers import auth
@@ -32,6 +31,29 @@ def test_conditional__same_etag__304_without_body(client, alice, assert_valid, p
     assert again.headers["ETag"] == etag
 
 
+@pytest.mark.parametrize("path", [DASHBOARD, "/api/admin/archive/features"])  # ui-config: under 1 KiB
+def test_conditional__gzip_variant_of_the_etag__304_without_body(client, alice, assert_valid, path):
+    # Given: a gzipped answer, whose ETag names its encoding
+    first = client.get(path, headers={**auth(alice), "Accept-Encoding": "gzip"})
+    etag = first.headers["ETag"]
+    # When: the same client revalidates it
+    again = client.get(path, headers={**auth(alice), "Accept-Encoding": "gzip", "If-None-Match": etag})
+    # Then
+    assert first.headers["Content-Encoding"] == "gzip" and etag.endswith(':gzip"')
+    assert again.status_code == 304
+    assert again.get_data() == b""
+    assert again.headers["ETag"] == etag
+    assert_valid(again, path)
+
+
+@pytest.mark.parametrize("path", CONDITIONAL)
+def test_conditional__answer__private_no_cache_so_the_client_revalidates(client, alice, path):
+    first = client.get(path, headers=auth(alice))
+    again = client.get(path, headers={**auth(alice), "If-None-Match": first.headers["ETag"]})
+    assert first.headers["Cache-Control"] == "private, no-cache"
+    assert again.headers["Cache-Control"] == "private, no-cache"
+
+
 @pytest.mark.parametrize("path", CONDITIONAL)
 def test_conditional__other_etag__200_with_body(client, alice, path):
     response = client.get(path, headers={**auth(alice), "If-None-Match": '"not-it"'})
@@ -47,13 +69,12 @@ def test_archive__etag__differs_by_what_the_caller_sees(client, alice, victor):
     )
 
 
-def test_archive__seed_load__new_etag_and_new_flag(client, db, admin_token):
+def test_archive__seed_load__new_etag_and_new_flag(client, seed, admin_token):
     # Given
     path = "/api/admin/archive/features"
     before = client.get(path, headers=auth(admin_token))
     # When: a flag is archived by a seed load
     seed(
-        db,
         {
             "features": [
                 {
@@ -91,24 +112,11 @@ def test_gzip__streamed_archive__compressed_and_whole(client, admin_token):
     assert json.loads(gzip.decompress(packed.get_data())) == plain
 
 
-def seed(db, document: dict) -> None:
-    import tempfile
-    from pathlib import Path
-
-    from flagadmin.seed_documents import load_files
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "extra.json"
-        path.write_text(json.dumps(document))
-        load_files(db, [path])
-
-
-def test_dashboard__seed_load__next_answer_sees_it(client, db, alice):
+def test_dashboard__seed_load__next_answer_sees_it(client, seed, alice):
     # Given: alice's dashboard, answered (and kept) once
     before = client.get(DASHBOARD, headers=auth(alice)).get_json()
     # When: a flag of hers is created, by a seed load
     seed(
-        db,
         {
             "features": [
                 {
@@ -128,12 +136,12 @@ def test_dashboard__seed_load__next_answer_sees_it(client, db, alice):
 
 
 def test_dashboard__flag_reaches_its_lifetime__health_changes_without_a_write(
-    client, db, make_token, monkeypatch
+    make_app, seed, make_token, clock
 ):
     # Given: a project of one release flag that turns potentially stale in one hour
-    now = datetime.now(UTC)
+    client = make_app(config={"CLOCK": clock}).test_client()
+    now = clock.now()
     seed(
-        db,
         {
             "users": [{"id": 700, "username": "tess", "rootRole": "Viewer"}],
             "projects": [{"id": "timed", "name": "Timed", "members": [{"userId": 700, "role": "Owner"}]}],
@@ -150,15 +158,16 @@ def test_dashboard__flag_reaches_its_lifetime__health_changes_without_a_write(
     token = make_token(user="tess")
     healthy = client.get(DASHBOARD, headers=auth(token)).get_json()["projects"][0]["health"]
     # When: two hours pass, and nothing is written
-    later = format_rfc3339(now + timedelta(hours=2))
-    monkeypatch.setattr(dashboard_view, "now_rfc3339", lambda: later)
+    clock.advance(2 * 3600)
     stale = client.get(DASHBOARD, headers=auth(token)).get_json()["projects"][0]["health"]
     # Then
     assert (healthy, stale) == (100, 0)
 
 
-def test_dashboard__other_writes__answer_reused(client, alice, admin_token, monkeypatch):
+def test_dashboard__other_writes__answer_reused(client, alice, admin_token, monkeypatch, answer_cache):
     """Token and SCIM writes do not touch the data behind 4.2: its answer is reused."""
+    if not answer_cache:
+        pytest.skip("this test is about the answer cache, which --answer-cache=off turns off")
     # Given: a count of the dashboard's projects query
     from flagadmin.store import personal_dashboard as store
 

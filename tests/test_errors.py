@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 
 import pytest
@@ -23,7 +24,9 @@ def assert_envelope(response, status: int, name: str) -> dict:
     return body
 
 
-@pytest.mark.parametrize("path", ["/api/admin/does-not-exist", "/api/nothing", "/", "/api/admin/addons/1"])
+@pytest.mark.parametrize(
+    "path", ["/api/admin/does-not-exist", "/api/nothing", "/", "/api/admin/addons/1/event"]
+)
 def test_unknown_path__json_404(client, admin_token, path):
     body = assert_envelope(client.get(path, headers=auth(admin_token)), 404, "NotFoundError")
     assert path in body["message"]
@@ -70,25 +73,28 @@ def test_unexpected_failure__json_500_without_traceback(db_path):
     assert "retry" in body["message"]
 
 
-def test_database_locked__503_with_retry_after(app, db_path, admin_token):
-    # Given: another connection holds the write lock, and the app waits only briefly
-    import sqlite3
-
-    from flagadmin.store import db as store_db
-
-    blocker = sqlite3.connect(db_path)
-    blocker.execute("BEGIN EXCLUSIVE")
-    original = store_db.BUSY_TIMEOUT_MS
-    store_db.BUSY_TIMEOUT_MS = 50
+def test_database_locked__scim_write_503_with_retry_after_reads_still_200(make_app, db_path, admin_token, db):
+    # Given: an app that waits only briefly for the write lock, and a token it has already used
+    # (so that its last-used time is recent and the next requests write nothing for it)
+    client = make_app(config={"BUSY_TIMEOUT_MS": 50}).test_client()
+    assert client.get("/api/admin/ui-config", headers=auth(admin_token)).status_code == 200
+    active_before = db.value("SELECT count(*) FROM scim_tokens")
+    # When: another connection holds the write lock while a SCIM token is generated
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
     try:
-        # When: a request needs to write (a SCIM token)
-        response = app.test_client().post(
-            "/api/admin/scim-settings/generate-new-token", headers=auth(admin_token)
-        )
+        read = client.get("/api/admin/ui-config", headers=auth(admin_token))
+        response = client.post("/api/admin/scim-settings/generate-new-token", headers=auth(admin_token))
     finally:
-        store_db.BUSY_TIMEOUT_MS = original
-        blocker.rollback()
+        blocker.execute("ROLLBACK")
         blocker.close()
-    # Then
+    # Then: the read went through (so authentication did not need the lock), the write got 503
+    assert read.status_code == 200
     assert_envelope(response, 503, "ServiceUnavailableError")
     assert response.headers["Retry-After"] == "1"
+    assert db.value("SELECT count(*) FROM scim_tokens") == active_before
+    # and once the lock is free, the same request succeeds
+    assert (
+        client.post("/api/admin/scim-settings/generate-new-token", headers=auth(admin_token)).status_code
+        == 200
+    )

@@ -31,8 +31,7 @@ import orjson
 import pytest
 
 from flagadmin import serving
-from flagadmin.store import db as store_db
-from flagadmin.store import tokens, users
+from flagadmin.store import connect, tokens, users
 
 from helpers import LiveServer
 
@@ -73,11 +72,12 @@ def server(tmp_path_factory, seeded_template):
     folder = tmp_path_factory.mktemp("hostile")
     path = folder / "flagadmin.db"
     shutil.copyfile(seeded_template, path)
-    db = store_db.connect(path)
     admin, alice = tokens.new_admin_token(), tokens.new_personal_token()
-    tokens.insert_token(db, admin, kind="admin", name="hostile")
-    tokens.insert_token(db, alice, kind="personal", user_id=users.id_by_username(db, "alice"), name="hostile")
-    db.close()
+    with connect(path) as db:
+        tokens.insert_token(db, admin, kind="admin", name="hostile")
+        tokens.insert_token(
+            db, alice, kind="personal", user_id=users.id_by_username(db, "alice"), name="hostile"
+        )
     live = LiveServer(path)
     yield Server(live.port, admin, alice, path, live)
     live.stop()

@@ -51,14 +51,14 @@ def test_events__event_object__kept_exactly_as_seeded(client, admin_token, db):
     # Given: the newest stored event of integration 2, as loaded
     import orjson
 
-    stored = db.execute(
+    stored = db.one(
         "SELECT event, details FROM integration_events WHERE integration_id = 2 ORDER BY id DESC LIMIT 1"
-    ).fetchone()
+    )
     # When
     item = events(client, admin_token, "?limit=1", integration=2).get_json()["integrationEvents"][0]
     # Then
-    assert item["event"] == orjson.loads(stored[0])
-    assert item["details"] == orjson.loads(stored[1])
+    assert item["event"] == orjson.loads(stored["event"])
+    assert item["details"] == orjson.loads(stored["details"])
     assert item["state"] == "successWithErrors"
 
 
@@ -105,6 +105,7 @@ def test_events__bad_parameter__400_naming_it(client, admin_token, assert_valid,
 def test_events__unknown_integration__404(client, admin_token, assert_valid, integration):
     response = client.get(f"/api/admin/addons/{integration}/events", headers=auth(admin_token))
     assert response.status_code == 404
+    assert_valid(response, PATH)
     assert response.get_json()["name"] == "NotFoundError"
 
 
@@ -129,40 +130,67 @@ def test_events__no_token__401(client, assert_valid):
     assert response.get_json()["name"] == "AuthenticationRequired"
 
 
-def test_events__new_event_loaded__first_page_shows_it(client, db, admin_token, tmp_path):
+def test_events__new_event_loaded__first_page_shows_it(client, seed, admin_token):
     """Pages are kept by log head: an appended event moves the head, so no stale page."""
-    import json
-
-    from flagadmin.seed_documents import load_files
-
     # Given: the first page, read (and kept) once
     before = events(client, admin_token, "?limit=5").get_json()["integrationEvents"]
     # When: one more event is loaded for integration 1
-    document = tmp_path / "more.json"
     event = {
         "id": 999,
         "createdAt": "2026-11-22T01:00:00.000Z",
         "type": "feature-created",
         "createdBy": "admin",
     }
-    document.write_text(
-        json.dumps(
-            {
-                "integrationEvents": [
-                    {
-                        "integrationId": 1,
-                        "createdAt": "2026-11-22T01:00:01.000Z",
-                        "state": "success",
-                        "stateDetails": "ok",
-                        "event": event,
-                        "details": {},
-                    }
-                ]
-            }
-        )
+    seed(
+        {
+            "integrationEvents": [
+                {
+                    "integrationId": 1,
+                    "createdAt": "2026-11-22T01:00:01.000Z",
+                    "state": "success",
+                    "stateDetails": "ok",
+                    "event": event,
+                    "details": {},
+                }
+            ]
+        }
     )
-    load_files(db, [document])
     after = events(client, admin_token, "?limit=5").get_json()["integrationEvents"]
     # Then: the new event leads, and the rest moved down by one
     assert after[0]["event"] == event
     assert [e["id"] for e in after[1:]] == [e["id"] for e in before[:4]]
+
+
+@pytest.mark.parametrize("integration", [2**63 - 1, 10**18, 2**62 + 7])
+def test_events__integration_id_up_to_2_to_the_63__served(
+    client, seed, admin_token, assert_valid, integration
+):
+    """The seed accepts integration ids up to 2^63-1; 4.1 serves them (19 digits)."""
+    # Given: an integration with a 19-digit id and one event
+    seed(
+        {
+            "integrations": [{"id": integration, "provider": "webhook"}],
+            "integrationEvents": [
+                {
+                    "integrationId": integration,
+                    "createdAt": "2026-11-22T01:00:01.000Z",
+                    "state": "failed",
+                    "stateDetails": "Webhook request failed with status code: 500.",
+                    "event": {
+                        "id": 5,
+                        "createdAt": "2026-11-22T01:00:00Z",
+                        "type": "feature-created",
+                        "createdBy": "a",
+                    },
+                    "details": {},
+                }
+            ],
+        }
+    )
+    # When
+    response = events(client, admin_token, integration=integration)
+    # Then
+    assert response.status_code == 200
+    assert_valid(response, PATH)
+    assert [e["integrationId"] for e in response.get_json()["integrationEvents"]] == [integration]
+    assert events(client, admin_token, integration=2**63).status_code == 404

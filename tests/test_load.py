@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 import orjson
 import pytest
 
-from flagadmin.store import scim_tokens
-from flagadmin.store.db import connect
+from flagadmin.store import connect, scim_tokens
 from flagadmin.store.tokens import new_admin_token
 
 CONNECTIONS = 64
@@ -163,8 +162,5 @@ def test_load__64_connections_30_seconds_all_operations__no_5xx_no_lock_errors_s
     assert len(tally.tokens) == tally.by_operation["4.5"], "a SCIM token was handed out twice"
     log = server.log.read_text()
     assert "locked" not in log and "Traceback" not in log and " ERROR " not in log
-    db = connect(db_path)
-    try:
-        assert scim_tokens.active_count(db) == 1
-    finally:
-        db.close()
+    with connect(db_path) as conn:
+        assert scim_tokens.active_count(conn) == 1

@@ -42,7 +42,7 @@ def test_demo__looks_like_a_real_small_install():
 def test_readme__lists_every_setting_and_command():
     from pathlib import Path
 
-    from flagadmin.app import cli
+    from flagadmin.cli import cli
     from flagadmin.config import ENVIRONMENT_VARIABLES
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()

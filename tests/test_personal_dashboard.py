@@ -8,7 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from flagadmin.seed_documents import demo_files, load_files
+from flagadmin.seed_documents import demo_files
 from flagadmin.timestamps import format_rfc3339
 
 from helpers import auth
@@ -138,22 +138,11 @@ def test_dashboard__no_token__401(client):
     assert response.get_json()["name"] == "AuthenticationRequired"
 
 
-def seed(db, document: dict) -> None:
-    """Load one more seed document into the test database."""
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "extra.json"
-        path.write_text(json.dumps(document))
-        load_files(db, [path])
-
-
 def ago(days: float) -> str:
     return format_rfc3339(datetime.now(UTC) - timedelta(days=days))
 
 
-def test_dashboard__health__rounds_half_up_over_stale_and_potentially_stale(client, db, make_token):
+def test_dashboard__health__rounds_half_up_over_stale_and_potentially_stale(client, seed, make_token):
     # Given: a project of 8 live flags, 3 of them unhealthy (37.5% -> 38, health 62), an
     # archived stale flag that does not count, and a member with two roles counted once
     flags = [
@@ -168,7 +157,6 @@ def test_dashboard__health__rounds_half_up_over_stale_and_potentially_stale(clie
         {"name": "h-archived", "type": "release", "stale": True, "createdAt": ago(100), "archivedAt": ago(1)},
     ]
     seed(
-        db,
         {
             "users": [{"id": 500, "username": "hana", "rootRole": "Viewer", "email": "hana@example.com"}],
             "projects": [
@@ -198,9 +186,8 @@ def test_dashboard__health__rounds_half_up_over_stale_and_potentially_stale(clie
     ]
 
 
-def test_dashboard__owner_name__falls_back_to_username_then_email(client, db, make_token):
+def test_dashboard__owner_name__falls_back_to_username_then_email(client, seed, make_token):
     seed(
-        db,
         {
             "users": [
                 {"id": 600, "username": "u600", "rootRole": "Viewer", "name": "Named Person"},

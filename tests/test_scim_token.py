@@ -3,10 +3,9 @@ shows every earlier token stops working (RFC 7644 ServiceProviderConfig)."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
+from flagadmin.store import Conflict
 from flagadmin.store.tokens import digest
 
 from helpers import auth
@@ -52,9 +51,8 @@ def test_scim__missing_or_wrong_token__401(client):
 
 def test_generate__stored_only_as_digest(client, admin_token, db):
     token = generate(client, admin_token).get_json()["token"]
-    rows = db.execute("SELECT digest FROM scim_tokens").fetchall()
-    assert (digest(token),) in rows
-    dump = "\n".join(db.conn.iterdump())
+    assert digest(token) in set(db.values("SELECT digest FROM scim_tokens"))
+    dump = "\n".join(db.sqlite.iterdump())
     assert token not in dump
 
 
@@ -65,9 +63,9 @@ def test_scim_token__not_an_api_token(client, admin_token):
 
 
 def test_schema__refuses_a_second_active_scim_token(db):
-    db.conn.execute("INSERT INTO scim_tokens (digest, created_at) VALUES (?, 'x')", ["a" * 64])
-    with pytest.raises(sqlite3.IntegrityError):
-        db.conn.execute("INSERT INTO scim_tokens (digest, created_at) VALUES (?, 'x')", ["b" * 64])
+    db.run("INSERT INTO scim_tokens (digest, created_at) VALUES (?, 'x')", ["a" * 64])
+    with pytest.raises(Conflict):
+        db.run("INSERT INTO scim_tokens (digest, created_at) VALUES (?, 'x')", ["b" * 64])
 
 
 @pytest.mark.parametrize("who", ["alice", "victor"])
@@ -76,7 +74,7 @@ def test_generate__without_admin__403_and_no_token_made(client, request, db, ass
     assert response.status_code == 403
     assert_valid(response, PATH, "post")
     assert '"ADMIN"' in response.get_json()["message"]
-    assert db.execute("SELECT count(*) FROM scim_tokens").fetchone()[0] == 0
+    assert db.value("SELECT count(*) FROM scim_tokens") == 0
 
 
 def test_generate__admin_user_token__allowed(client, admin_user):

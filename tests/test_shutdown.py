@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import signal
 import sqlite3
 import threading
@@ -20,10 +19,9 @@ def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, db_pa
     result: dict = {}
 
     def call() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-        conn.request("POST", "/api/admin/scim-settings/generate-new-token", headers={"Authorization": admin})
-        response = conn.getresponse()
-        result["status"], result["body"] = response.status, response.read()
+        result["reply"] = server.request(
+            "POST", "/api/admin/scim-settings/generate-new-token", {"Authorization": admin}
+        )
 
     caller = threading.Thread(target=call)
     caller.start()
@@ -36,14 +34,12 @@ def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, db_pa
     blocker.close()
     caller.join(30)
     # Then: the request got its answer, and the process exited cleanly
-    assert result["status"] == 200
-    assert b"scim_" in result["body"]
+    assert result["reply"].status == 200
+    assert b"scim_" in result["reply"].body
     assert server.process.wait(15) == 0
     # and new connections are no longer served
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=2)
-        conn.request("GET", "/docs/openapi.json")
-        refused = conn.getresponse().status is None
+        refused = server.request("GET", "/docs/openapi.json", timeout=2).status is None
     except OSError:
         refused = True
     assert refused

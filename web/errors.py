@@ -9,7 +9,6 @@ same envelope, so no request ever gets an HTML page or a traceback.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import uuid
 
 import orjson
@@ -17,6 +16,7 @@ from flask import Flask, Response, request
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
+from ..store import Conflict, Unavailable
 from .access_log import redact_tokens
 from .jsonio import json_response
 
@@ -30,6 +30,7 @@ NAMES = {
     404: "NotFoundError",
     405: "MethodNotAllowedError",
     406: "NotAcceptableError",
+    409: "ConflictError",
     413: "ContentTooLargeError",
     414: "URITooLongError",
     415: "UnsupportedMediaTypeError",
@@ -84,6 +85,12 @@ class NotFoundError(APIError):
     """404: the requested resource does not exist (spec 7)."""
 
     status, name = 404, "NotFoundError"
+
+
+class ConflictError(APIError):
+    """409: the request conflicts with what exists (a name taken, a state already reached)."""
+
+    status, name = 409, "ConflictError"
 
 
 class TooManyRequestsError(APIError):
@@ -141,17 +148,21 @@ def _handle_http_exception(exc: HTTPException) -> Response:
     return response
 
 
-def _handle_database_error(exc: sqlite3.OperationalError) -> Response:
-    message = str(exc)
-    if "locked" in message or "busy" in message or "unable to open" in message:
-        log.warning("database unavailable on %s %s: %s", request.method, redact_tokens(request.path), message)
-        return error_response(
-            503,
-            "ServiceUnavailableError",
-            "The database is busy or cannot be opened right now; retry in a moment.",
-            headers={"Retry-After": "1"},
-        )
-    return _handle_unexpected(exc)
+def _handle_unavailable(exc: Unavailable) -> Response:
+    log.warning("database unavailable on %s %s: %s", request.method, redact_tokens(request.path), exc)
+    return error_response(
+        503,
+        "ServiceUnavailableError",
+        "The database is busy or cannot be opened right now; retry in a moment.",
+        headers={"Retry-After": "1"},
+    )
+
+
+def _handle_conflict(exc: Conflict) -> Response:
+    log.info("conflict on %s %s: %s", request.method, redact_tokens(request.path), exc)
+    return error_response(
+        409, "ConflictError", "The request conflicts with what is stored; reload and retry."
+    )
 
 
 def _handle_unexpected(exc: Exception) -> Response:
@@ -167,7 +178,8 @@ def register(app: Flask) -> None:
     """Install the envelope for every error on ``app``."""
     app.register_error_handler(APIError, _handle_api_error)
     app.register_error_handler(HTTPException, _handle_http_exception)
-    app.register_error_handler(sqlite3.OperationalError, _handle_database_error)
+    app.register_error_handler(Unavailable, _handle_unavailable)
+    app.register_error_handler(Conflict, _handle_conflict)
     app.register_error_handler(Exception, _handle_unexpected)
 
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from marshmallow import ValidationError, fields
 
-from .timestamps import format_rfc3339
+from ..timestamps import format_rfc3339
 
 _DECIMAL = re.compile(r"[0-9]{1,19}")
 

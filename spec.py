@@ -1,7 +1,14 @@
-"""The event types of spec section 6, the only allowed values of an event's ``type``."""
+"""The spec's vocabularies in one place: every closed list of values that the spec defines.
 
+Each tuple is in the spec's own order. ``schema.sql``'s CHECK constraints repeat some of them
+(root roles, integration event states); a test holds the two together, and holds
+:data:`EVENT_TYPES` against a copy of spec section 6's list kept in the tests.
+"""
+
+from __future__ import annotations
+
+#: Spec 6: the only allowed values of an event's ``type`` (146 types).
 EVENT_TYPES: tuple[str, ...] = (
-    "type",
     "application-created",
     "feature-created",
     "feature-deleted",
@@ -149,3 +156,44 @@ EVENT_TYPES: tuple[str, ...] = (
     "actions-updated",
     "actions-deleted",
 )
+
+#: Spec 2.2 and 3: the ``state`` of an integration event.
+INTEGRATION_EVENT_STATES: tuple[str, ...] = ("success", "failed", "successWithErrors")
+
+#: Root roles of users (spec 2.4 "Users with the admin role"; flagadmin's three built-in roles).
+ROOT_ROLES: tuple[str, ...] = ("Admin", "Editor", "Viewer")
+
+#: Spec 2.6: the flag types ("experiment, kill-switch, release, operational, permission").
+FLAG_TYPES: tuple[str, ...] = ("release", "experiment", "operational", "kill-switch", "permission")
+
+#: Spec 2.5: the values of ui-config's ``authenticationType``.
+AUTHENTICATION_TYPES: tuple[str, ...] = ("open-source", "demo", "enterprise", "hosted", "custom", "none")
+
+#: Spec 2.5 and 8.2: the members of ui-config's ``resourceLimits``, in the spec's order.
+RESOURCE_LIMITS: tuple[str, ...] = (
+    "segmentValues",
+    "strategySegments",
+    "actionSetActions",
+    "actionSetsPerProject",
+    "actionSetFilters",
+    "actionSetFilterValues",
+    "signalEndpoints",
+    "signalTokensPerEndpoint",
+    "featureEnvironmentStrategies",
+    "constraintValues",
+    "constraints",
+    "environments",
+    "apiTokens",
+    "projects",
+    "segments",
+    "featureFlags",
+)
+
+#: Spec 8.2: the resource limits whose value must be at least 1.
+POSITIVE_RESOURCE_LIMITS: tuple[str, ...] = ("environments", "projects", "featureFlags")
+
+#: Spec 2.4: the only ``ownerType`` of a project owner.
+OWNER_TYPES: tuple[str, ...] = ("user",)
+
+#: Spec 2.3: tag values are 2 to 50 characters long (spec 8.7).
+TAG_VALUE_LENGTH: tuple[int, int] = (2, 50)

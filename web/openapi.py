@@ -1,37 +1,26 @@
-"""The OpenAPI 3 document, built from the declared operations and their marshmallow schemas."""
+"""The OpenAPI 3 document, built from the app's own declared views and their marshmallow schemas."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Flask
 
-from . import __version__, auth
-from .api import OPERATIONS, STATUS_DESCRIPTIONS
+from .. import __version__
 from .errors import ErrorSchema
+from .operations import RULE_VARIABLE, STATUS_DESCRIPTIONS, Operation, declared_operations
 
 SECURITY_SCHEME = "apiKey"
 
-#: OpenAPI links of each operation's 200 response, by operationId: how a response feeds the
-#: next request (also what schemathesis's stateful phase follows).
-LINKS: dict[str, dict[str, Any]] = {
-    "list_integration_events": {
-        "EventsOfTheSameIntegration": {
-            "operationId": "list_integration_events",
-            "parameters": {"id": "$response.body#/integrationEvents/0/integrationId"},
-            "description": "The log of the integration that handled the first listed event.",
-        }
-    },
-}
 
+def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
+    """Return the OpenAPI 3.0.3 document of every operation declared on ``app``'s views.
 
-def build_document(base_uri_path: str = "") -> dict[str, Any]:
-    """Return the OpenAPI 3.0.3 document of every operation in :data:`~flagadmin.api.OPERATIONS`.
-
-    Each operation lists its query parameters, its 200 schema and every error status it can
-    answer, all with schemas; ``base_uri_path`` becomes the server URL.
+    Each operation lists its path and query parameters, its request body, its success
+    schema, its links and every error status it can answer, all with schemas;
+    ``base_uri_path`` becomes the server URL.
     """
     spec = APISpec(
         title="flagadmin admin API",
@@ -54,22 +43,25 @@ def build_document(base_uri_path: str = "") -> dict[str, Any]:
         },
     )
     spec.components.schema("Error", schema=ErrorSchema)
-    for op in OPERATIONS:
-        path = re.sub(r"<(?:[a-z]+:)?([A-Za-z_]+)>", r"{\1}", op.rule)
-        spec.path(path=path, operations={op.method.lower(): _operation(op)})
+    paths: dict[str, dict[str, Any]] = {}
+    for endpoint, op in declared_operations(app):
+        path = RULE_VARIABLE.sub(r"{\1}", op.rule)
+        paths.setdefault(path, {})[op.method.lower()] = _operation(endpoint.split(".")[-1], op)
+    for path, operations in paths.items():
+        spec.path(path=path, operations=operations)
     return spec.to_dict()
 
 
-def _operation(op) -> dict[str, Any]:
+def _operation(operation_id: str, op: Operation) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = [
         {
             "in": "path",
             "name": name,
             "required": True,
-            "schema": {"type": "string", "pattern": "^[0-9]+$"},
-            "description": "Id of the integration configuration, a decimal integer.",
+            "schema": param.schema,
+            "description": param.description,
         }
-        for name in re.findall(r"<(?:[a-z]+:)?([A-Za-z_]+)>", op.rule)
+        for name, param in op.path_parameters.items()
     ]
     if op.query_schema is not None:
         parameters.append({"in": "query", "schema": op.query_schema})
@@ -87,16 +79,16 @@ def _operation(op) -> dict[str, Any]:
             }
         )
         headers["ETag"] = {"schema": {"type": "string"}, "description": "Version of this answer."}
-    responses: dict[str, Any] = {
-        "200": {
-            "description": "OK",
-            "content": {"application/json": {"schema": op.response_schema}},
-            **({"headers": headers} if headers else {}),
-        }
-    }
-    operation_id = op.endpoint.split(".")[-1]
-    if operation_id in LINKS:
-        responses["200"]["links"] = LINKS[operation_id]
+    success: dict[str, Any] = {"description": "OK" if op.success_status == 200 else "Created"}
+    if op.success_status == 204:
+        success["description"] = "No Content"
+    elif op.response_schema is not None:
+        success["content"] = {"application/json": {"schema": op.response_schema}}
+    if headers:
+        success["headers"] = headers
+    if op.links:
+        success["links"] = op.links
+    responses: dict[str, Any] = {str(op.success_status): success}
     if op.conditional:
         responses["304"] = {"description": STATUS_DESCRIPTIONS[304]}
     for status in op.statuses:
@@ -104,16 +96,19 @@ def _operation(op) -> dict[str, Any]:
             "description": STATUS_DESCRIPTIONS[status],
             "content": {"application/json": {"schema": "Error"}},
         }
-    permission = {auth.ADMIN: "the ADMIN permission", auth.USER: "a personal access token"}.get(
-        op.permission, "any valid API token"
-    )
-    return {
+    document: dict[str, Any] = {
         "operationId": operation_id,
         "summary": op.summary,
-        "description": f"{op.description}\n\nSpec {op.section}. Needs {permission}.",
+        "description": f"{op.description}\n\nSpec {op.section}. Needs {op.permission.value}.",
         "tags": [op.tag],
         "deprecated": op.deprecated,
         "security": [{SECURITY_SCHEME: []}],
         "parameters": parameters,
         "responses": responses,
     }
+    if op.body_schema is not None:
+        document["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": op.body_schema}},
+        }
+    return document

@@ -1,0 +1,256 @@
+"""The engine layer: one connection object per database connection, which knows its dialect.
+
+Every store function takes a :class:`Connection` and runs its SQL through it, and only
+through it: :meth:`Connection.all`, :meth:`~Connection.one`, :meth:`~Connection.value`,
+:meth:`~Connection.values`, :meth:`~Connection.run` and :meth:`~Connection.run_many`. Rows come
+back as dicts keyed by column name. Transactions that write are opened with
+:meth:`Connection.write`. Errors of the engine are classified here, by the engine's own error
+names, into the store's exceptions (:class:`Unavailable`, :class:`Conflict`), so that nothing
+above the store knows which engine answered.
+
+SQL is written with ``?`` placeholders or ``:name`` parameters (SQLite's styles); an engine that
+speaks another style converts them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+#: Milliseconds a SQLite connection waits for another writer before it gives up.
+BUSY_TIMEOUT_MS = 10_000
+
+Params = Sequence[Any] | Mapping[str, Any]
+
+
+class StoreError(Exception):
+    """Base of the store's own exceptions."""
+
+
+class Unavailable(StoreError):
+    """The database is busy, locked, gone or unreadable right now: retry later (HTTP 503)."""
+
+
+class Conflict(StoreError):
+    """A write broke a uniqueness rule: the record already exists (HTTP 409 or 400)."""
+
+
+class NotADatabase(StoreError):
+    """The file is not a flagadmin database (not SQLite, or encrypted, or corrupt)."""
+
+
+#: SQLite primary result codes (``sqlite_errorname`` up to its first ``_`` after SQLITE_) that
+#: mean "not now": another writer holds the lock, or the file cannot be opened or read.
+_UNAVAILABLE = {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_READONLY"}
+_NOT_A_DATABASE = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
+
+
+def _primary(name: str | None) -> str:
+    """``SQLITE_BUSY_SNAPSHOT`` -> ``SQLITE_BUSY``: the primary code of an extended one."""
+    if not name:
+        return ""
+    parts = name.split("_")
+    return "_".join(parts[:2])
+
+
+def classify(exc: sqlite3.Error) -> Exception:
+    """Return the store exception that ``exc`` (raised by sqlite3) stands for, or ``exc``.
+
+    By SQLite's error name (``exc.sqlite_errorname``), never by message text:
+    busy/locked/cannot open/I/O error -> :class:`Unavailable`; a UNIQUE or PRIMARY KEY
+    constraint -> :class:`Conflict`; not a database/corrupt -> :class:`NotADatabase`.
+    """
+    name = getattr(exc, "sqlite_errorname", None)
+    primary = _primary(name)
+    if primary in _UNAVAILABLE:
+        return Unavailable(str(exc))
+    if name in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"):
+        return Conflict(str(exc))
+    if primary in _NOT_A_DATABASE:
+        return NotADatabase(str(exc))
+    return exc
+
+
+#: Writers of this process queue here, in arrival order, before they ask SQLite for its write
+#: lock: SQLite's busy handler would have them sleep and retry with growing pauses instead,
+#: which under concurrent writes makes a few of them wait hundreds of milliseconds. Writers
+#: of other processes (the command line) are still handled by the busy timeout.
+_WRITERS = threading.RLock()
+
+
+class Connection:
+    """One connection to a SQLite database (``dialect == "sqlite"``), for one thread.
+
+    Opened with the settings every flagadmin connection uses: WAL journal (set once by the
+    schema), ``synchronous=FULL`` (a commit is on disk when it returns), foreign keys on, and a
+    busy timeout of :data:`BUSY_TIMEOUT_MS`. It never leaves the thread that opened it.
+    """
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int | None = None):
+        timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
+        self.path = str(path)
+        try:
+            conn = sqlite3.connect(self.path, timeout=timeout_ms / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
+        #: The sqlite-utils view of the same connection, for introspection (tables, dumps).
+        self.sqlite = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+        #: Values read through this connection that hold while :meth:`commit_counter` does not
+        #: move (see :func:`flagadmin.store.settings.versions`); emptied by this connection's
+        #: own commits, which the commit counter does not count.
+        self.memo: dict[str, Any] = {}
+        self._after_commit: list[Callable[[], None]] = []
+        self._conn = conn
+
+    # --- running SQL ----------------------------------------------------------------------
+
+    def _execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+
+    def all(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+        """Run a query; return every row as a dict keyed by column name."""
+        return [dict(row) for row in self._execute(sql, params).fetchall()]
+
+    def one(self, sql: str, params: Params = ()) -> dict[str, Any] | None:
+        """Run a query; return its first row as a dict, or None."""
+        row = self._execute(sql, params).fetchone()
+        return None if row is None else dict(row)
+
+    def value(self, sql: str, params: Params = ()) -> Any:
+        """Run a query of one column; return the value of its first row (None: no row)."""
+        row = self._execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def values(self, sql: str, params: Params = ()) -> Iterator[Any]:
+        """Run a query of one column; yield its values one row at a time (memory stays flat)."""
+        cursor = self._execute(sql, params)
+        try:
+            for row in cursor:
+                yield row[0]
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+
+    def run(self, sql: str, params: Params = ()) -> int:
+        """Run a statement that changes data; return the number of rows it changed."""
+        return self._execute(sql, params).rowcount
+
+    def insert(self, sql: str, params: Params = ()) -> int:
+        """Run an INSERT; return the new row's id."""
+        return self._execute(sql, params).lastrowid
+
+    def run_many(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one statement once per parameter row (bulk inserts)."""
+        try:
+            self._conn.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+
+    def script(self, sql: str) -> None:
+        """Run several statements separated by ``;`` (schema and migrations)."""
+        try:
+            self._conn.executescript(sql)
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+
+    # --- transactions ---------------------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        """True while a transaction is open on this connection."""
+        return self._conn.in_transaction
+
+    @contextlib.contextmanager
+    def write(self, lock: str = "write") -> Iterator[Connection]:
+        """Run the block in one transaction that takes the write lock first.
+
+        On SQLite: ``BEGIN IMMEDIATE``, after this process's writers have queued on one lock,
+        so that nothing can interleave between what the block reads and what it writes.
+        ``lock`` names what the transaction serialises on (engines with finer locks use it).
+        Commits on success, rolls back on any exception. Nested calls join the outer
+        transaction.
+        """
+        if self._conn.in_transaction:
+            yield self
+            return
+        with _WRITERS:
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                self._after_commit.clear()
+                raise
+            self._execute("COMMIT")
+            self.memo.clear()
+            callbacks, self._after_commit = self._after_commit, []
+            for callback in callbacks:
+                callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the open write transaction has committed (never if it
+        rolls back): for what must happen only after a change is durable, such as waking
+        the delivery workers."""
+        if not self._conn.in_transaction:
+            raise RuntimeError("after_commit needs an open write transaction")
+        self._after_commit.append(callback)
+
+    def rollback(self) -> None:
+        """Roll back the open transaction, if any (a failed request's leftovers)."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def commit_counter(self) -> int:
+        """SQLite's ``PRAGMA data_version``: it moves whenever another connection commits.
+
+        Equal values on this connection mean nobody else wrote anything meanwhile, so any
+        version row read earlier still holds. Costs no disk access.
+        """
+        return self._execute("PRAGMA data_version").fetchone()[0]
+
+    def pragma(self, name: str) -> Any:
+        """The value of ``PRAGMA name`` (schema version, journal mode...)."""
+        return self.value(f"PRAGMA {name}")
+
+    def trace(self, callback) -> None:
+        """Call ``callback(sql)`` for every statement run from now on (None: stop)."""
+        self._conn.set_trace_callback(callback)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def connect(path: str | Path, *, busy_timeout_ms: int | None = None) -> Connection:
+    """Open ``path`` (see :class:`Connection`). Does not create or upgrade the schema: call
+    :func:`flagadmin.store.schema.ensure_schema` once per process first.
+
+    :raise NotADatabase: the file is not a SQLite database.
+    :raise Unavailable: the file cannot be opened.
+    """
+    return Connection(path, busy_timeout_ms=busy_timeout_ms)

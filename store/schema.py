@@ -1,0 +1,112 @@
+"""Creating the database from ``schema.sql`` and upgrading older schemas.
+
+Durability: the database runs in WAL mode with ``synchronous=FULL`` (see
+:class:`~flagadmin.store.engine.Connection`), so a transaction that has committed is on disk
+before the commit returns and survives a crash of the process or of the machine (power loss
+included, as far as the disk honours fsync).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+from .engine import Connection, StoreError, connect
+
+#: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
+SCHEMA_VERSION = 3
+
+#: Tables whose every write moves the content version (``settings.content_version``).
+CONTENT_TABLES = (
+    "users",
+    "projects",
+    "project_members",
+    "features",
+    "feature_environments",
+    "favorite_features",
+)
+
+#: Upgrades from version N-1 to N, as SQL run before ``schema.sql`` (which then creates
+#: whatever is missing). Index 0 upgrades 0 (a new, empty file) to 1 and is empty.
+MIGRATIONS: tuple[str, ...] = (
+    "",
+    # 1 -> 2: features_project_health replaces features_project; schema.sql adds it, the
+    # version row and its triggers.
+    "DROP INDEX IF EXISTS features_project;",
+    # 2 -> 3: data_version is renamed content_version (what it counts), with new triggers
+    # from schema.sql; credentials_version and its triggers are new.
+    "".join(
+        f"DROP TRIGGER IF EXISTS {table}_{change}_version;"
+        for table in CONTENT_TABLES
+        for change in ("insert", "update", "delete")
+    )
+    + "UPDATE settings SET key = 'content_version' WHERE key = 'data_version';",
+)
+
+
+class SchemaError(Exception):
+    """The database file cannot be used by this version (too new, or not a database)."""
+
+
+def schema_sql() -> str:
+    """Return the text of ``schema.sql`` as shipped with the package."""
+    return resources.files("flagadmin").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def ensure_schema(path: str | Path) -> int:
+    """Create the database at ``path`` if missing, or upgrade it to :data:`SCHEMA_VERSION`.
+
+    The upgrade runs in one transaction: it all happens or none of it. A database written by a
+    newer flagadmin is refused and left untouched. Returns the schema version found before.
+
+    :raise SchemaError: the file is newer than this code, not a SQLite database, or the
+        upgrade failed (and was rolled back).
+    """
+    try:
+        conn = connect(path)
+    except StoreError as exc:
+        raise SchemaError(f"{path} cannot be opened as a flagadmin database: {exc}") from exc
+    try:
+        found = _user_version(conn, path)
+        if found > SCHEMA_VERSION:
+            raise SchemaError(
+                f"{path} has schema version {found}, newer than the {SCHEMA_VERSION} this "
+                f"flagadmin understands: upgrade flagadmin, or use another --db. "
+                f"The file was not changed."
+            )
+        conn.pragma("journal_mode = WAL")
+        if found < SCHEMA_VERSION:
+            _upgrade(conn, path, found)
+        return found
+    finally:
+        conn.close()
+
+
+def _upgrade(conn: Connection, path: str | Path, found: int) -> None:
+    # A new file (version 0) gets schema.sql alone, which is the current schema: the
+    # migrations change tables that do not exist yet.
+    upgrade = "".join(MIGRATIONS[found:SCHEMA_VERSION]) if found else ""
+    try:
+        conn.script(
+            "BEGIN IMMEDIATE;\n"
+            + upgrade
+            + "\n"
+            + schema_sql()
+            + f"\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
+        )
+    except BaseException as exc:
+        conn.rollback()
+        if isinstance(exc, StoreError | sqlite3.Error):
+            raise SchemaError(
+                f"{path}: upgrading the schema from version {found} to {SCHEMA_VERSION} "
+                f"failed ({exc}); the upgrade was rolled back and the file was not changed."
+            ) from exc
+        raise
+
+
+def _user_version(conn: Connection, path: str | Path) -> int:
+    try:
+        return conn.pragma("user_version")
+    except StoreError as exc:
+        raise SchemaError(f"{path} is not a flagadmin database: {exc}") from exc

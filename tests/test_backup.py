@@ -1,0 +1,146 @@
+"""Online backup (``flagadmin backup``): consistent copies while the server writes, never a
+half-written file, refused destinations, and the README's restore steps."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+from flagadmin.store import schema as store_schema
+from flagadmin.store.backup import backup
+from flagadmin.store.tokens import new_admin_token
+
+from helpers import (
+    DEMO_COUNTS,
+    GENERATE,
+    SCIM,
+    LiveServer,
+    Load,
+    active_scim_tokens,
+    flagadmin,
+    pragma,
+    table_counts,
+)
+
+
+def test_backup__while_the_server_writes_and_reads__consistent_copy_that_serves(
+    live_server, db_path, tmp_path, make_token
+):
+    """`flagadmin backup` under write load (SCIM generations, spec 4.5) and reads; the copies
+    are consistent, and a copy serves all five operations (spec 4.1 to 4.5)."""
+    # Given: a personal token for 4.2, and a server under generation and read load
+    alice = make_token(user="alice")
+    admin = new_admin_token()
+    server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin})
+    load = Load(server.port, admin, generators=4, readers=2, seconds=30)
+    load.wait_for(generations=10, reads=10, timeout=15)
+    # When: three backups are taken while the load runs
+    copies = []
+    try:
+        for i in range(3):
+            before = len(load.received)
+            copy = tmp_path / "backups" / f"copy-{i}.db"
+            copy.parent.mkdir(exist_ok=True)
+            result = flagadmin("backup", str(copy), "--db", str(db_path))
+            assert result.returncode == 0, result.stderr
+            assert f"Backed up {db_path} to {copy}" in result.stdout
+            copies.append(copy)
+            load.wait_for(generations=before + 5, timeout=10)  # writes went on around each one
+    finally:
+        load.finish()
+    assert set(load.generate_statuses) == {200} and set(load.read_statuses) == {200}
+    # Then: each copy is a single, sound file with one active SCIM token and the demo data
+    for copy in copies:
+        assert not Path(f"{copy}-wal").exists()
+        assert pragma(copy, "integrity_check") == "ok"
+        assert pragma(copy, "user_version") == store_schema.SCHEMA_VERSION
+        assert active_scim_tokens(copy) == 1
+        counts = table_counts(copy)
+        assert {name: counts[name] for name in DEMO_COUNTS} == DEMO_COUNTS
+    # and the last one, restored by serving it, answers the five operations
+    restored = LiveServer(copies[-1], env={"FLAGADMIN_ADMIN_TOKEN": admin})
+    try:
+        as_admin, as_alice = {"Authorization": admin}, {"Authorization": f"Bearer {alice}"}
+        assert restored.request("GET", "/api/admin/addons/1/events?limit=5", as_admin).status == 200
+        assert restored.request("GET", "/api/admin/personal-dashboard", as_alice).status == 200
+        assert restored.request("GET", "/api/admin/ui-config", as_admin).status == 200
+        assert restored.request("GET", "/api/admin/archive/features", as_admin).status == 200
+        generated = restored.request("POST", GENERATE, as_admin)
+        assert generated.status == 200
+        token = generated.json()["token"]
+        assert restored.request("GET", SCIM, {"Authorization": f"Bearer {token}"}).status == 200
+    finally:
+        restored.stop()
+
+
+def test_backup__uncommitted_write_in_progress__not_waited_for_and_not_copied(db_path, tmp_path):
+    """The copy is the last committed state: a writer holding the write lock neither blocks
+    the backup nor leaks its uncommitted rows into it."""
+    # Given: a writer in the middle of a transaction
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO users (id, username, root_role) VALUES (999, 'uncommitted', 'Viewer')")
+    try:
+        # When
+        started = time.monotonic()
+        result = backup(db_path, tmp_path / "copy.db")
+        elapsed = time.monotonic() - started
+    finally:
+        writer.execute("COMMIT")
+        writer.close()
+    # Then
+    assert elapsed < 2
+    assert result.schema_version == store_schema.SCHEMA_VERSION
+    assert table_counts(tmp_path / "copy.db")["users"] == DEMO_COUNTS["users"]
+    assert table_counts(db_path)["users"] == DEMO_COUNTS["users"] + 1
+
+
+def test_backup__existing_destination__refused_unless_force(invoke, db_path, tmp_path):
+    # Given: a file where the backup should go
+    existing = tmp_path / "existing.db"
+    existing.write_bytes(b"keep me")
+    # When / Then: refused, the file kept
+    refused = invoke("backup", str(existing), db=str(db_path))
+    assert refused.exit_code == 1
+    assert "already exists" in refused.output and "--force" in refused.output
+    assert existing.read_bytes() == b"keep me"
+    # When / Then: with --force, replaced by a full copy
+    forced = invoke("backup", str(existing), "--force", db=str(db_path))
+    assert forced.exit_code == 0, forced.output
+    assert table_counts(existing)["users"] == DEMO_COUNTS["users"]
+    assert not list(tmp_path.glob(".existing.db.*.tmp"))
+
+
+def test_backup__missing_database__refused_and_not_created(invoke, tmp_path):
+    missing = tmp_path / "missing.db"
+    result = invoke("backup", str(tmp_path / "copy.db"), db=str(missing))
+    assert result.exit_code == 1
+    assert "does not exist" in result.output
+    assert not missing.exists()
+    assert not (tmp_path / "copy.db").exists()
+
+
+def test_backup__restore_by_copying_over_a_stopped_database__served_again(db_path, tmp_path):
+    """The README's restore steps: stop the server, remove the database's -wal and -shm, copy
+    the backup over the database file, start the server."""
+    # Given: a backup, then a change made after it
+    copy = tmp_path / "copy.db"
+    backup(db_path, copy)
+    conn = sqlite3.connect(db_path)
+    conn.execute("DELETE FROM favorite_features")
+    conn.commit()
+    conn.close()
+    # When: restored as the README says
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(copy, db_path)
+    # Then: the data is back, and the server serves it
+    assert table_counts(db_path)["favorite_features"] == DEMO_COUNTS["favorite_features"]
+    admin = new_admin_token()
+    server = LiveServer(db_path, env={"FLAGADMIN_ADMIN_TOKEN": admin})
+    try:
+        assert server.request("GET", "/api/admin/ui-config", {"Authorization": admin}).status == 200
+    finally:
+        server.stop()

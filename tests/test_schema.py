@@ -1,0 +1,208 @@
+"""Storage: every connection's durability settings, and schema versions: real upgrades,
+upgrades that succeed and fail (rolled back whole), new files, newer databases refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from flagadmin.store import connect
+from flagadmin.store import schema as store_schema
+
+from helpers import fingerprint, flagadmin, pragma, table_counts
+
+
+def test_connect__every_connection__wal_and_synchronous_full(db_path):
+    """README "Storage and durability": what makes a 200 durable beyond a process crash (which
+    the SIGKILL tests above cover) is WAL plus synchronous=FULL on every connection."""
+    with connect(db_path) as conn:
+        assert conn.pragma("journal_mode") == "wal"
+        assert conn.pragma("synchronous") == 2  # FULL
+        assert conn.pragma("foreign_keys") == 1
+
+
+ADD_NICKNAME = "ALTER TABLE users ADD COLUMN nickname TEXT;\nUPDATE users SET nickname = 'n-' || username;\n"
+
+
+def columns(path: Path, table: str) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+    finally:
+        conn.close()
+
+
+CURRENT = store_schema.SCHEMA_VERSION
+NEXT = CURRENT + 1
+
+
+def test_ensure_schema__migration_to_next_version_succeeds__upgraded_and_data_intact(db_path, monkeypatch):
+    # Given: a database at the current version with the demo data, and code one version ahead
+    counts = table_counts(db_path)
+    monkeypatch.setattr(store_schema, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(store_schema, "MIGRATIONS", (*store_schema.MIGRATIONS, ADD_NICKNAME))
+    # When
+    found = store_schema.ensure_schema(db_path)
+    # Then: upgraded, the migration's change is there, and nothing else changed
+    assert found == CURRENT
+    assert pragma(db_path, "user_version") == NEXT
+    assert "nickname" in columns(db_path, "users")
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT nickname FROM users WHERE username = 'alice'").fetchone() == ("n-alice",)
+    conn.close()
+    assert table_counts(db_path) == counts
+    assert pragma(db_path, "integrity_check") == "ok"
+    # and a second run is harmless
+    assert store_schema.ensure_schema(db_path) == NEXT
+
+
+def test_ensure_schema__migration_fails_halfway__old_version_and_nothing_of_it_left(db_path, monkeypatch):
+    """The upgrade runs in one transaction: the statements that succeeded before the failing
+    one are rolled back with it."""
+    # Given: a migration whose fourth statement fails, after a CREATE, an ALTER and an UPDATE
+    before = fingerprint(db_path)
+    monkeypatch.setattr(store_schema, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(
+        store_schema,
+        "MIGRATIONS",
+        (
+            *store_schema.MIGRATIONS,
+            "CREATE TABLE audit_log (id INTEGER PRIMARY KEY);\n"
+            + ADD_NICKNAME
+            + "INSERT INTO nowhere VALUES (1);",
+        ),
+    )
+    # When / Then: refused with a message that says the file was not changed
+    with pytest.raises(
+        store_schema.SchemaError, match=rf"from version {CURRENT} to {NEXT} failed \(no such table: nowhere\)"
+    ):
+        store_schema.ensure_schema(db_path)
+    assert pragma(db_path, "user_version") == CURRENT
+    assert "audit_log" not in table_counts(db_path)
+    assert "nickname" not in columns(db_path, "users")
+    assert fingerprint(db_path) == before
+    assert pragma(db_path, "integrity_check") == "ok"
+
+
+def test_init_db__migration_fails__clean_message_nonzero_exit(invoke, db_path, monkeypatch):
+    # Given
+    monkeypatch.setattr(store_schema, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(
+        store_schema, "MIGRATIONS", (*store_schema.MIGRATIONS, "ALTER TABLE nowhere ADD COLUMN x TEXT;")
+    )
+    # When
+    result = invoke("init-db", db=str(db_path))
+    # Then: a message, not a traceback
+    assert result.exit_code == 1
+    assert "failed (no such table: nowhere)" in result.output
+    assert "not changed" in result.output
+    assert "Traceback" not in result.output
+    assert pragma(db_path, "user_version") == CURRENT
+
+
+def test_ensure_schema__new_file__gets_schema_sql_without_migrations(tmp_path, monkeypatch):
+    """A new database is created from schema.sql, the current schema; the migrations, which
+    change existing tables, are for existing databases only."""
+    # Given: code one version ahead whose migration alters a table
+    monkeypatch.setattr(store_schema, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(store_schema, "MIGRATIONS", (*store_schema.MIGRATIONS, ADD_NICKNAME))
+    path = tmp_path / "new.db"
+    # When
+    found = store_schema.ensure_schema(path)
+    # Then
+    assert found == 0
+    assert pragma(path, "user_version") == NEXT
+    assert "users" in table_counts(path)
+
+
+def _content_triggers(conn) -> int:
+    return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+
+
+def test_ensure_schema__version_1_database__upgraded_to_version_counters_and_triggers(db_path):
+    """The real upgrade from version 1: features_project_health replaces features_project,
+    and the version rows and their triggers appear, in one transaction, data intact."""
+    # Given: the demo database taken back to version 1's shape
+    conn = sqlite3.connect(db_path)
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.executescript(
+        "DROP INDEX features_project_health;"
+        "CREATE INDEX features_project ON features (project_id, archived_at);"
+        "DELETE FROM settings WHERE key IN ('content_version', 'credentials_version');"
+        "PRAGMA user_version = 1;"
+    )
+    conn.close()
+    counts = table_counts(db_path)
+    # When
+    found = store_schema.ensure_schema(db_path)
+    # Then
+    assert found == 1
+    assert pragma(db_path, "user_version") == CURRENT
+    conn = sqlite3.connect(db_path)
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    triggers = _content_triggers(conn)
+    version = conn.execute("SELECT value FROM settings WHERE key = 'content_version'").fetchone()[0]
+    conn.execute("UPDATE features SET stale = 1 WHERE name = 'dark-mode'")
+    bumped = conn.execute("SELECT value FROM settings WHERE key = 'content_version'").fetchone()[0]
+    conn.rollback()
+    conn.close()
+    assert "features_project_health" in indexes and "features_project" not in indexes
+    assert triggers == 22
+    assert int(bumped) == int(version) + 1
+    assert table_counts(db_path) == {**counts, "settings": counts["settings"] + 2}
+
+
+def test_ensure_schema__version_2_database__data_version_becomes_content_version(db_path):
+    """The real 2 -> 3 upgrade: the counter keeps its value under its new name, the old
+    triggers go, the new ones (content and credentials) count."""
+    # Given: the demo database taken back to version 2's shape, its counter at 41
+    conn = sqlite3.connect(db_path)
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")
+    for table in store_schema.CONTENT_TABLES:
+        for change in ("insert", "update", "delete"):
+            conn.execute(
+                f"CREATE TRIGGER {table}_{change}_version AFTER {change.upper()} ON {table}"
+                " BEGIN UPDATE settings SET value = value + 1 WHERE key = 'data_version'; END"
+            )
+    conn.executescript(
+        "DELETE FROM settings WHERE key IN ('content_version', 'credentials_version');"
+        "INSERT INTO settings (key, value) VALUES ('data_version', 41);"
+        "PRAGMA user_version = 2;"
+    )
+    conn.close()
+    # When
+    assert store_schema.ensure_schema(db_path) == 2
+    # Then
+    conn = sqlite3.connect(db_path)
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    values = dict(conn.execute("SELECT key, value FROM settings WHERE key LIKE '%version'").fetchall())
+    conn.execute("UPDATE users SET root_role = 'Admin' WHERE username = 'sam'")
+    after = dict(conn.execute("SELECT key, value FROM settings WHERE key LIKE '%version'").fetchall())
+    conn.rollback()
+    conn.close()
+    assert not any(
+        name.endswith("_version") and not name.endswith(("_content_version", "_credentials_version"))
+        for name in names
+    )
+    assert {k: int(v) for k, v in values.items()} == {"content_version": 41, "credentials_version": 0}
+    assert {k: int(v) for k, v in after.items()} == {"content_version": 42, "credentials_version": 1}
+
+
+def test_serve__newer_database__exits_nonzero_with_message_and_file_untouched(db_path):
+    # Given: a database written by a newer flagadmin
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {store_schema.SCHEMA_VERSION + 1}")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = db_path.read_bytes()
+    # When
+    result = flagadmin("serve", "--db", str(db_path), "--port", "0", timeout=30)
+    # Then
+    assert result.returncode != 0
+    assert "newer" in result.stderr and "not changed" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert db_path.read_bytes() == before

@@ -1,0 +1,142 @@
+"""Authentication and permissions of the admin API (spec 5, 7).
+
+The ``Authorization`` header holds an API token, raw or as ``Bearer <token>``. Admin API tokens
+act as root role Admin; personal access tokens act as their user. Decisions flagadmin makes
+where the spec is silent: the ADMIN permission means root role Admin; a project is visible to
+Admins and Editors, and to anyone with a role in it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from flask import request
+
+from ..store import Connection, settings, tokens
+from ..store.tokens import Caller
+from .errors import AuthenticationRequired, NoAccessError
+from .state import state
+
+__all__ = ["Caller", "Permission", "authenticate", "bearer_token", "require"]
+
+#: Tokens longer than this are refused before any lookup (ours are 69 characters).
+MAX_TOKEN_LENGTH = 512
+
+HOW_TO_AUTHENTICATE = (
+    "Send an API token in the Authorization header, raw or as 'Bearer <token>'; "
+    "an operator creates one with `flagadmin create-token --admin` or "
+    "`flagadmin create-token --user USERNAME`."
+)
+
+
+class Permission(enum.Enum):
+    """What an operation needs of its caller; the value says it in words (OpenAPI text)."""
+
+    #: Any valid API token (spec 4.3, 4.4).
+    ANY = "any valid API token"
+    #: Root role Admin: an admin API token, or a personal token of an Admin (spec 4.1, 4.5).
+    ADMIN = "the ADMIN permission"
+    #: A personal access token: the operation is about the calling user (spec 4.2).
+    USER = "a personal access token"
+
+
+def bearer_token(header: str | None) -> str:
+    """Return the token of an ``Authorization`` header value.
+
+    :raise AuthenticationRequired: the header is missing, empty, holds a scheme without a
+        token, more than one token, or a token too long to be one of ours.
+    """
+    if header is None or not header.strip():
+        raise AuthenticationRequired("Your request had no Authorization header. " + HOW_TO_AUTHENTICATE)
+    parts = header.split()
+    if parts[0].lower() == "bearer":
+        parts = parts[1:]
+        if not parts:
+            raise AuthenticationRequired(
+                "The Authorization header names the Bearer scheme but holds no token. " + HOW_TO_AUTHENTICATE
+            )
+    if len(parts) != 1:
+        raise AuthenticationRequired(
+            "The Authorization header must hold exactly one token. " + HOW_TO_AUTHENTICATE
+        )
+    token = parts[0]
+    if len(token) > MAX_TOKEN_LENGTH:
+        raise AuthenticationRequired(
+            "The token in the Authorization header is not a valid API token. " + HOW_TO_AUTHENTICATE
+        )
+    return token
+
+
+@dataclass
+class _KnownCaller:
+    """A token found valid: its caller, the credentials version it was found at, when its
+    ``last_used_at`` is next due (monotonic seconds), and its expiry (epoch seconds)."""
+
+    caller: Caller
+    credentials_version: int
+    touch_due: float
+    expires: float | None
+    size: int = 300
+
+
+def authenticate(conn: Connection) -> Caller:
+    """Return the :class:`Caller` of the current request.
+
+    The token is looked up by its digest. A token found valid is kept in the app's ``callers``
+    cache until the credentials version moves (a revocation, a new expiry, a role change,
+    from any process) or its own expiry passes, so a revoked or expired token is refused by
+    the very next request. A failure counts against the client address; a valid token is
+    never throttled.
+
+    :raise AuthenticationRequired: no valid, unexpired, unrevoked API token (spec 5.2).
+    :raise TooManyRequestsError: no valid token, and the address has failed too often lately.
+    """
+    app_state = state()
+    try:
+        token = bearer_token(request.headers.get("Authorization"))
+        clock = app_state.clock
+        version = settings.versions(conn).credentials
+        key = tokens.digest(token)
+
+        def fresh(known: _KnownCaller) -> bool:
+            return known.credentials_version == version and (
+                known.expires is None or known.expires > clock.time()
+            )
+
+        def look_up() -> _KnownCaller:
+            caller = tokens.find_caller(conn, token, clock.now_rfc3339())
+            if caller is None:
+                raise AuthenticationRequired(
+                    "The API token in the Authorization header is unknown, revoked or expired. "
+                    + HOW_TO_AUTHENTICATE
+                )
+            tokens.touch(conn, caller.token_id, caller.last_used_at, clock.now_rfc3339())
+            due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
+            return _KnownCaller(caller, version, due, caller.expires_epoch)
+
+        known = app_state.caches.callers.get_or_build(key, look_up, fresh)
+    except AuthenticationRequired:
+        app_state.throttle.failed(request.remote_addr or "-")
+        raise
+    if clock.monotonic() >= known.touch_due:
+        known.touch_due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
+        tokens.touch(conn, known.caller.token_id, None, clock.now_rfc3339())
+    return known.caller
+
+
+def require(caller: Caller, permission: Permission) -> None:
+    """Check that ``caller`` holds ``permission``.
+
+    :raise NoAccessError: the permission is missing; the message names it (spec 5.3, 7).
+    """
+    if permission is Permission.ADMIN and caller.root_role != "Admin":
+        raise NoAccessError(
+            "You don't have the required permissions to perform this operation. "
+            'To perform this action, you need the "ADMIN" permission.'
+        )
+    if permission is Permission.USER and caller.user_id is None:
+        raise NoAccessError(
+            "This operation is about the calling user, and an admin API token has no user. "
+            "Use a personal access token: `flagadmin create-token --user USERNAME`."
+        )

@@ -1,0 +1,108 @@
+"""The one cache mechanism of flagadmin: answers kept by key, bounded by bytes, thread-safe.
+
+Every cache of the app (4.1 pages, 4.2 dashboards, ui-config, tokens found valid) is an
+:class:`AnswerCache`. A cache never decides whether an entry is still true: its key names
+the state the entry was computed from (a log head, a version counter), or its user passes a
+``fresh`` test, so that a write elsewhere makes the old entry unreachable rather than wrong.
+Least recently used entries go first once the byte bound is reached. A cache built with
+``enabled=False`` keeps nothing: every call builds (the tests run the answer checks that way
+too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from cachetools import LRUCache
+
+V = TypeVar("V")
+
+#: Bytes counted for an entry beyond its body: the key, the entry object, the LRU links.
+ENTRY_OVERHEAD = 200
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response body computed once: its bytes, its ETag (or None) and, for answers that
+    change with time alone, the first stored-format moment at which it stops being true."""
+
+    body: bytes
+    etag: str | None = None
+    valid_until: str | None = None
+    version: Any = None
+
+    @property
+    def size(self) -> int:
+        """Bytes this answer holds."""
+        return len(self.body)
+
+
+def _size(value: Any) -> int:
+    return getattr(value, "size", 0) + ENTRY_OVERHEAD
+
+
+class AnswerCache(Generic[V]):
+    """Values by key, at most ``max_bytes`` of them (a value's ``size`` attribute plus
+    :data:`ENTRY_OVERHEAD`), least recently used dropped first; safe across threads.
+
+    ``name`` says what the cache holds (for logs and the README); ``enabled=False`` makes
+    every :meth:`get_or_build` build.
+    """
+
+    def __init__(self, name: str, max_bytes: int, *, enabled: bool = True):
+        self.name = name
+        self.enabled = enabled and max_bytes > 0
+        self._entries: LRUCache = LRUCache(maxsize=max(max_bytes, 1), getsizeof=_size)
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> V | None:
+        """The value kept for ``key``, or None."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: Hashable, value: V) -> V:
+        """Keep ``value`` for ``key`` (a value larger than the whole bound is not kept)."""
+        if self.enabled:
+            with self._lock, contextlib.suppress(ValueError):  # ValueError: larger than the cache
+                self._entries[key] = value
+        return value
+
+    def get_or_build(
+        self, key: Hashable, build: Callable[[], V], fresh: Callable[[V], bool] | None = None
+    ) -> V:
+        """Return the value kept for ``key`` if there is one (and ``fresh(value)`` holds),
+        else ``build()``, keep it and return it.
+
+        Two threads missing the same key at once may both build; the last one's value stays.
+        Building happens outside the lock, so a slow build never blocks other keys.
+        """
+        value = self.get(key)
+        if value is not None and (fresh is None or fresh(value)):
+            return value
+        return self.put(key, build())
+
+    def pop(self, key: Hashable) -> None:
+        """Forget ``key``."""
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes currently counted against the bound."""
+        with self._lock:
+            return int(self._entries.currsize)

@@ -1,0 +1,87 @@
+"""The one state object of an app: everything flagadmin keeps per application.
+
+``create_app`` builds an :class:`AppState` and keeps it under one key of ``app.extensions``;
+request code reaches it with :func:`state`. Nothing of it is module-global, so two apps in one
+process (the tests make hundreds) never share a cache, a throttle or a connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Flask, current_app
+
+from ..config import Settings
+from ..timestamps import Clock
+from .cache import AnswerCache
+
+EXTENSION = "flagadmin"
+
+#: Default byte bounds of the caches, by name; ``ANSWER_CACHE_BYTES`` in the app's config
+#: overrides any of them, and ``ANSWER_CACHE = False`` turns every cache off.
+DEFAULT_CACHE_BYTES = {
+    "integration_event_pages": 16 * 1024 * 1024,
+    "personal_dashboards": 32 * 1024 * 1024,
+    "callers": 4 * 1024 * 1024,
+    "fixed_answers": 1024 * 1024,
+}
+
+
+@dataclass
+class Caches:
+    """The app's caches, each an :class:`AnswerCache`, and what keeps each one true.
+
+    - ``integration_event_pages``: 4.1 pages by (integration, log head, low-water mark, limit,
+      offset); a new row moves the head, pruning moves the low-water mark.
+    - ``personal_dashboards``: 4.2 answers by user, checked against the content version and
+      the moment the next flag of the user's projects becomes potentially stale.
+    - ``callers``: tokens found valid, by digest, checked against the credentials version and
+      the token's own expiry.
+    - ``fixed_answers``: answers that depend on start-up settings only (ui-config, the
+      OpenAPI document).
+    """
+
+    integration_event_pages: AnswerCache
+    personal_dashboards: AnswerCache
+    callers: AnswerCache
+    fixed_answers: AnswerCache
+
+    @classmethod
+    def from_config(cls, enabled: bool, sizes: dict[str, int]) -> Caches:
+        """Caches of ``sizes`` bytes each (by name); none keeps anything unless ``enabled``."""
+        bounds = {**DEFAULT_CACHE_BYTES, **sizes}
+        return cls(**{name: AnswerCache(name, bounds[name], enabled=enabled) for name in DEFAULT_CACHE_BYTES})
+
+
+@dataclass
+class AppState:
+    """Per-app state: settings, where the database is, the clock, the caches, the throttle of
+    failed authentications and each waitress thread's database connection.
+
+    ``database`` is the SQLite file's path; ``base_uri_path`` the prefix the app is mounted
+    under (``""`` for none); ``instance_id`` the UUID stored in the database (spec 2.5);
+    ``busy_timeout_ms`` how long a connection waits for another writer.
+    """
+
+    settings: Settings
+    database: str
+    base_uri_path: str
+    instance_id: str
+    clock: Clock
+    caches: Caches
+    throttle: Any
+    busy_timeout_ms: int | None = None
+    connections: threading.local = field(default_factory=threading.local)
+
+
+def state(app: Flask | None = None) -> AppState:
+    """The :class:`AppState` of ``app`` (default: the app of the current request)."""
+    return (app or current_app).extensions[EXTENSION]
+
+
+def install(app: Flask, app_state: AppState) -> AppState:
+    """Keep ``app_state`` as ``app``'s state."""
+    app.extensions[EXTENSION] = app_state
+    return app_state
