@@ -136,6 +136,47 @@ CREATE TABLE IF NOT EXISTS scim_tokens (
 CREATE UNIQUE INDEX IF NOT EXISTS scim_tokens_one_active
     ON scim_tokens (revoked_at IS NULL) WHERE revoked_at IS NULL;
 
+-- ==== System events and their delivery (spec 2.3, 6; issue: live events) ================
+
+-- System events (spec 2.3): every change flagadmin makes, written in the transaction of the
+-- change. AUTOINCREMENT: an id is never reused, so ids only grow. data, pre_data and tags are
+-- compact JSON text (or NULL).
+CREATE TABLE IF NOT EXISTS events (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    type               TEXT NOT NULL,
+    created_at         TEXT NOT NULL,
+    created_by         TEXT NOT NULL,
+    created_by_user_id INTEGER,
+    project            TEXT,
+    environment        TEXT,
+    feature_name       TEXT,
+    data               TEXT,
+    pre_data           TEXT,
+    tags               TEXT
+);
+
+-- The outbox: one row per (event, integration) whose filters matched when the event was
+-- written, in the same transaction. Delivery workers claim rows and record each attempt in
+-- integration_events (4.1).
+CREATE TABLE IF NOT EXISTS integration_deliveries (
+    id              INTEGER PRIMARY KEY,
+    event_id        INTEGER NOT NULL REFERENCES events (id),
+    integration_id  INTEGER NOT NULL REFERENCES integrations (id),
+    webhook_id      TEXT NOT NULL UNIQUE,
+    state           TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'in_flight', 'delivered', 'failed', 'cancelled')),
+    attempts        INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    next_attempt_at TEXT NOT NULL,
+    lease_until     TEXT,
+    created_at      TEXT NOT NULL,
+    finished_at     TEXT,
+    UNIQUE (event_id, integration_id)
+);
+CREATE INDEX IF NOT EXISTS integration_deliveries_due
+    ON integration_deliveries (state, next_attempt_at);
+CREATE INDEX IF NOT EXISTS integration_deliveries_integration
+    ON integration_deliveries (integration_id, state);
+
 -- ==== Version counters =======================================================================
 
 -- content_version counts every change to the data that 4.2 and 4.4 read: every write to
