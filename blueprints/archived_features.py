@@ -9,7 +9,8 @@ from flask import Blueprint, Response, stream_with_context
 from marshmallow import Schema, fields
 from werkzeug.http import generate_etag
 
-from ..store import archived_features, settings
+from ..store import archived_features
+from ..web.database import versions
 from ..web.fields import Timestamp
 from ..web.operations import if_none_match, not_modified, operation
 from ..web.state import state
@@ -72,7 +73,7 @@ def get_archived_features(caller, conn):
     is answered 304 without reading a flag.
     """
     scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
-    version = f"{state().instance_id} {settings.versions(conn).content} {scope}"
+    version = f"{state().instance_id} {versions().content} {scope}"
     etag = generate_etag(version.encode())
     matched = if_none_match(etag)
     if matched is not None:

@@ -8,9 +8,10 @@ from marshmallow import Schema, fields, validate
 from werkzeug.http import generate_etag
 
 from ..spec import OWNER_TYPES
-from ..store import personal_dashboard, settings
+from ..store import personal_dashboard
 from ..web.auth import Permission
 from ..web.cache import Answer
+from ..web.database import versions
 from ..web.operations import operation
 from ..web.state import state
 
@@ -93,7 +94,7 @@ def get_personal_dashboard(caller, conn):
     reached its type's lifetime since: the same bytes and ETag, computed once.
     """
     now = state().clock.now_rfc3339()
-    version = settings.versions(conn).content
+    version = versions().content
 
     def fresh(answer: Answer) -> bool:
         return answer.version == version and (answer.valid_until is None or now < answer.valid_until)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from flask import request
 
-from ..store import Connection, settings, tokens
+from ..store import Connection, tokens
 from ..store.tokens import Caller
+from .database import versions
 from .errors import AuthenticationRequired, NoAccessError
 from .state import state
 
@@ -96,7 +97,7 @@ def authenticate(conn: Connection) -> Caller:
     try:
         token = bearer_token(request.headers.get("Authorization"))
         clock = app_state.clock
-        version = settings.versions(conn).credentials
+        version = versions().credentials
         key = tokens.digest(token)
 
         def fresh(known: _KnownCaller) -> bool:

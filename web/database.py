@@ -8,9 +8,9 @@ rolled back at teardown, so the thread's next request starts clean.
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, request
 
-from ..store import Connection, connect
+from ..store import Connection, connect, settings
 from .state import state
 
 
@@ -26,6 +26,22 @@ def connection() -> Connection:
             app_state.database, busy_timeout_ms=app_state.busy_timeout_ms
         )
     return conn
+
+
+#: Where a request keeps the versions it read (its WSGI environ lives exactly as long as it).
+VERSIONS = "flagadmin.versions"
+
+
+def versions() -> settings.Versions:
+    """The content and credentials versions, read once per request (at its first use).
+
+    Everything a request checks against them (the token it came with, a cached answer) is
+    checked against one reading.
+    """
+    found = request.environ.get(VERSIONS)
+    if found is None:
+        found = request.environ[VERSIONS] = settings.versions(connection())
+    return found
 
 
 def end_transaction(exc: BaseException | None = None) -> None:
