@@ -50,9 +50,9 @@ def versions(conn: Connection) -> Versions:
     else committed) or this connection committed itself; otherwise the values read last
     still hold, and the answer costs one ``PRAGMA`` and no table access.
     """
-    counter = conn.commit_counter()
+    counter = conn.commit_counter()  # None: the engine has none, so read every time
     memo = conn.memo.get("versions")
-    if memo is not None and memo[0] == counter:
+    if counter is not None and memo is not None and memo[0] == counter:
         return memo[1]
     rows = conn.all("SELECT key, value FROM settings WHERE key IN ('content_version', 'credentials_version')")
     values = {row["key"]: int(row["value"]) for row in rows}
