@@ -8,8 +8,10 @@ naming the variable, never at request time.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import limits
 import orjson
@@ -68,6 +70,54 @@ ENVIRONMENT_VARIABLES: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
+# --- Integrations and webhook delivery (issue 8) ------------------------------------------
+
+#: Default retry delays of a webhook delivery: its length is the number of retries.
+DEFAULT_DELIVERY_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h"
+
+ENVIRONMENT_VARIABLES += (
+    (
+        "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE",
+        "false",
+        "true: webhook URLs may point at private, loopback and other non-public addresses "
+        "(on-prem receivers); false: they are refused when saved and when sent",
+    ),
+    (
+        "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS",
+        "(unset)",
+        "host names exempt from the non-public address check, comma-separated (exact names)",
+    ),
+    ("FLAGADMIN_DELIVERY_TIMEOUT", "10", "seconds one webhook attempt may take in total (0.1 to 300)"),
+    (
+        "FLAGADMIN_DELIVERY_RETRY_SCHEDULE",
+        DEFAULT_DELIVERY_RETRY_SCHEDULE,
+        "delays before each retry of a failed delivery (ms, s, m, h, d), comma-separated; "
+        "its length is the number of retries, empty: no retries",
+    ),
+    ("FLAGADMIN_DELIVERY_WORKERS", "4", "delivery threads inside serve (0: serve delivers nothing)"),
+    (
+        "FLAGADMIN_DELIVERY_MAX_IN_FLIGHT",
+        "1",
+        "deliveries of one integration under way at once, retries waiting included (1: in order); "
+        "an integration's maxInFlight overrides it",
+    ),
+    (
+        "FLAGADMIN_DELIVERY_POLL_INTERVAL",
+        "1",
+        "seconds between two looks for due deliveries when nothing wakes the workers",
+    ),
+    (
+        "FLAGADMIN_INTEGRATION_EVENTS_KEEP",
+        "10000",
+        "rows of the integration event log (4.1) kept per integration, newest first",
+    ),
+    (
+        "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE",
+        "P30D",
+        "age (ISO 8601 duration) after which rows of the integration event log are deleted",
+    ),
+)
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -92,6 +142,16 @@ class Settings:
     git_revision: str | None = None
     auth_failure_limit: str = DEFAULT_AUTH_FAILURE_LIMIT
     cors_origins: tuple[str, ...] = ()
+    # Integrations and webhook delivery (issue 8): durations in seconds.
+    integrations_allow_private: bool = False
+    integrations_allowed_hosts: tuple[str, ...] = ()
+    delivery_timeout: float = 10.0
+    delivery_retry_schedule: tuple[float, ...] = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0)
+    delivery_workers: int = 4
+    delivery_max_in_flight: int = 1
+    delivery_poll_interval: float = 1.0
+    integration_events_keep: int = 10_000
+    integration_events_max_age: float = 30 * 86400.0
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
@@ -126,6 +186,7 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
             env.get("FLAGADMIN_AUTH_FAILURE_LIMIT", DEFAULT_AUTH_FAILURE_LIMIT),
         ),
         cors_origins=_origins("FLAGADMIN_CORS_ORIGINS", env.get("FLAGADMIN_CORS_ORIGINS")),
+        **_delivery_settings(env, defaults),
     )
 
 
@@ -191,3 +252,130 @@ def _resource_limits(raw: str | None) -> dict[str, int]:
             raise SettingsError(f"FLAGADMIN_RESOURCE_LIMITS: {name} must be an integer >= {low}")
         limits[name] = value
     return limits
+
+
+# --- Integrations and webhook delivery (issue 8) ------------------------------------------
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+#: The longest single retry delay accepted (a week).
+MAX_RETRY_DELAY_S = 7 * 86400.0
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
+
+
+def _delivery_settings(env: Mapping[str, str], defaults: Settings) -> dict[str, object]:
+    """The delivery fields of :class:`Settings` from ``FLAGADMIN_INTEGRATION*`` and
+    ``FLAGADMIN_DELIVERY_*`` variables.
+
+    :raise SettingsError: a variable holds an unusable value; the message names it.
+    """
+    return {
+        "integrations_allow_private": _boolean(
+            env, "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE", defaults.integrations_allow_private
+        ),
+        "integrations_allowed_hosts": _hosts(
+            "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS", env.get("FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS")
+        ),
+        "delivery_timeout": _seconds(
+            env, "FLAGADMIN_DELIVERY_TIMEOUT", defaults.delivery_timeout, low=0.1, high=300.0
+        ),
+        "delivery_retry_schedule": retry_schedule(
+            "FLAGADMIN_DELIVERY_RETRY_SCHEDULE",
+            env.get("FLAGADMIN_DELIVERY_RETRY_SCHEDULE", DEFAULT_DELIVERY_RETRY_SCHEDULE),
+        ),
+        "delivery_workers": _integer(env, "FLAGADMIN_DELIVERY_WORKERS", defaults.delivery_workers, 0, 64),
+        "delivery_max_in_flight": _integer(
+            env, "FLAGADMIN_DELIVERY_MAX_IN_FLIGHT", defaults.delivery_max_in_flight, 1, 100
+        ),
+        "delivery_poll_interval": _seconds(
+            env, "FLAGADMIN_DELIVERY_POLL_INTERVAL", defaults.delivery_poll_interval, low=0.01, high=3600.0
+        ),
+        "integration_events_keep": _integer(
+            env, "FLAGADMIN_INTEGRATION_EVENTS_KEEP", defaults.integration_events_keep, 1, 10**9
+        ),
+        "integration_events_max_age": iso_duration(
+            "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE", env.get("FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE")
+        )
+        if env.get("FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE") is not None
+        else defaults.integration_events_max_age,
+    }
+
+
+def retry_schedule(name: str, raw: str) -> tuple[float, ...]:
+    """Parse a retry schedule such as ``5s,5m,30m,2h,5h,10h`` (units ms, s, m, h, d; a bare
+    number is seconds) into delays in seconds; an empty text is no retries.
+
+    :raise SettingsError: an entry is not a duration, or longer than a week; names ``name``.
+    """
+    delays = []
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry and not raw.strip():
+            break
+        match = _DURATION.fullmatch(entry.lower())
+        if match is None:
+            raise SettingsError(
+                f"{name}={raw!r}: {entry!r} is not a duration; use numbers with a unit "
+                "(ms, s, m, h, d), comma-separated, e.g. 5s,5m,30m,2h,5h,10h"
+            )
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        if seconds > MAX_RETRY_DELAY_S:
+            raise SettingsError(f"{name}={raw!r}: {entry!r} is longer than a week")
+        delays.append(seconds)
+    if len(delays) > 50:
+        raise SettingsError(f"{name}={raw!r}: at most 50 retries")
+    return tuple(delays)
+
+
+def iso_duration(name: str, raw: str) -> float:
+    """Parse an ISO 8601 duration (``P30D``, ``PT12H``) into seconds, at least one second.
+
+    :raise SettingsError: not a duration, or shorter than a second; the message names ``name``.
+    """
+    import isodate
+
+    try:
+        duration = isodate.parse_duration(raw.strip().upper())
+        seconds = (
+            duration.totimedelta(start=datetime(2000, 1, 1)) if hasattr(duration, "totimedelta") else duration
+        ).total_seconds()
+    except (isodate.ISO8601Error, ValueError, OverflowError) as exc:
+        raise SettingsError(
+            f"{name}={raw!r}: use an ISO 8601 duration such as P30D (30 days) or PT12H (12 hours)"
+        ) from exc
+    if seconds < 1:
+        raise SettingsError(f"{name}={raw!r}: the duration must be at least one second")
+    return seconds
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float, *, low: float, high: float) -> float:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise SettingsError(f"{name}={raw!r}: use a number of seconds from {low:g} to {high:g}")
+    return value
+
+
+def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    text = raw.strip()
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise SettingsError(f"{name}={raw!r}: use a whole number from {low} to {high}")
+    return int(text)
+
+
+def _hosts(name: str, raw: str | None) -> tuple[str, ...]:
+    """Comma-separated host names (or IP addresses), lower-cased."""
+    if raw is None:
+        return ()
+    hosts = tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+    for host in hosts:
+        if not _HOST_NAME.fullmatch(host):
+            raise SettingsError(f"{name}: {host!r} is not a host name; give names like hooks.example.com")
+    return hosts

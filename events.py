@@ -46,6 +46,9 @@ ADMIN_TOKEN = Actor("admin", -42)
 COMMAND_LINE = Actor("flagadmin-cli", None)
 #: An identity provider, through the SCIM API.
 SCIM_CLIENT = Actor("scim-client", None)
+#: flagadmin itself, e.g. the delivery worker disabling an integration whose receiver answered
+#: 410 Gone (the reference server's system user is ``unleash_system_user`` / -1337).
+SYSTEM = Actor("flagadmin-system", -1337)
 
 #: Called with no argument after a transaction that recorded events has committed, in the
 #: committing thread (the delivery workers register here to wake up at once).

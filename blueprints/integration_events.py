@@ -82,18 +82,19 @@ def list_integration_events(caller, conn, id: str, limit: int, offset: int):
     Needs the ADMIN permission. An ``id`` that names no integration configuration, numeric
     or not, is 404 NotFoundError (spec 4.1, 7). Items are built in their wire shape (no
     marshmallow pass); :class:`IntegrationEventsSchema` documents them. Rows are only added at
-    the head of the log, so a page is kept by its log head: a page asked again before the next
-    event arrives is answered with the same bytes.
+    the head of the log and deleted (retention) at its low end, so a page is kept by the log's
+    head and low-water mark: a page asked again before the log changes is answered with the
+    same bytes, and never holds a deleted row.
     """
     number = integration_id(id)
-    top = None if number is None else integration_events.head(conn, number)
-    if top is None:
+    bounds = None if number is None else integration_events.head(conn, number)
+    if bounds is None:
         raise NotFoundError(
             f"No integration configuration has the id {id!r}: integration ids are decimal integers."
         )
 
     def build() -> Answer:
-        items = integration_events.page(conn, number, top, limit, offset)
+        items = integration_events.page(conn, number, bounds.head, limit, offset)
         for item in items:
             # Stored as compact JSON text exactly as recorded: embedded as it is, never re-encoded.
             item["event"] = orjson.Fragment(item["event"])
@@ -101,4 +102,4 @@ def list_integration_events(caller, conn, id: str, limit: int, offset: int):
         return Answer(orjson.dumps({"integrationEvents": items}))
 
     pages = state().caches.integration_event_pages
-    return pages.get_or_build((number, top, limit, offset), build)
+    return pages.get_or_build((number, bounds.head, bounds.low, limit, offset), build)

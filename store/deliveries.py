@@ -1,19 +1,37 @@
-"""The delivery outbox: which integrations must handle an event, written with the event."""
+"""The delivery outbox: which integrations must handle an event (written with the event), and
+the claims, leases and outcomes of the workers that deliver them.
+
+A delivery row is ``pending`` (due at ``next_attempt_at``), ``in_flight`` (claimed by a worker
+until ``lease_until``), or finished: ``delivered``, ``failed`` (no more attempts) or
+``cancelled`` (its integration was disabled before it went out). Timestamps are the stored
+RFC 3339 format, so comparing them as text compares moments.
+"""
 
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
+from typing import Any
 
 from .engine import Connection
+
+#: Providers whose configurations flagadmin delivers to; configurations of other providers
+#: (seeded from the reference server) are listed but never handle events, as the reference
+#: server skips configurations whose provider it does not know.
+DELIVERABLE_PROVIDERS = ("webhook",)
 
 #: An integration configuration matches an event when it is enabled, lists the event's type,
 #: and its project and environment filters let the event through: an event without a project
 #: (or environment) passes every filter; an empty list or one starting with "*" means all
 #: (the reference server's rules, evaluated against the configuration as it is right now).
+#: The type is looked up in the JSON text of ``events`` with its quotes (``"feature-created"``):
+#: event types are plain ``[a-z-]`` words, so that finds exactly a whole element, without
+#: parsing the list of every configuration on every change.
 _MATCHING = (
     "SELECT i.id FROM integrations i"
     " WHERE i.enabled = 1"
-    " AND EXISTS (SELECT 1 FROM json_each(i.events) WHERE value = :type)"
+    " AND i.provider IN (SELECT value FROM json_each(:providers))"
+    " AND instr(i.events, :quoted_type) > 0"
     " AND (:project IS NULL OR json_array_length(i.projects) = 0"
     "      OR json_extract(i.projects, '$[0]') = '*'"
     "      OR EXISTS (SELECT 1 FROM json_each(i.projects) WHERE value = :project))"
@@ -23,12 +41,29 @@ _MATCHING = (
     " ORDER BY i.id"
 )
 
+_PROVIDERS_JSON = '["' + '","'.join(DELIVERABLE_PROVIDERS) + '"]'
+
 
 def matching_integrations(
     conn: Connection, event_type: str, project: str | None, environment: str | None
 ) -> list[int]:
     """Ids of the enabled integration configurations that must handle such an event."""
-    return list(conn.values(_MATCHING, {"type": event_type, "project": project, "environment": environment}))
+    return list(
+        conn.values(
+            _MATCHING,
+            {
+                "project": project,
+                "environment": environment,
+                "providers": _PROVIDERS_JSON,
+                "quoted_type": f'"{event_type}"',
+            },
+        )
+    )
+
+
+def new_webhook_id() -> str:
+    """A delivery's id for receivers (Standard Webhooks ``webhook-id``): ``msg_`` + 32 hex digits."""
+    return f"msg_{secrets.token_hex(16)}"
 
 
 def enqueue(
@@ -43,6 +78,203 @@ def enqueue(
     conn.run_many(
         "INSERT INTO integration_deliveries (event_id, integration_id, webhook_id, next_attempt_at,"
         " created_at) VALUES (?, ?, ?, ?, ?)",
-        [(event_id, target, f"msg_{secrets.token_hex(16)}", now, now) for target in targets],
+        [(event_id, target, new_webhook_id(), now, now) for target in targets],
     )
     return len(targets)
+
+
+# --- claims ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A delivery a worker now holds: ``id``, ``event_id``, ``integration_id``, ``webhook_id``,
+    ``attempt`` (1 for the first), the ``claim`` token and when its lease ends."""
+
+    id: int
+    event_id: int
+    integration_id: int
+    webhook_id: str
+    attempt: int
+    claim: str
+    lease_until: str
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """What a claim found: the delivery it took (or None) and, when nothing was due, the
+    earliest stored moment at which something will be (None: nothing unfinished at all)."""
+
+    claimed: Claimed | None
+    next_due: str | None
+
+
+#: The first ``:window`` unfinished deliveries of every integration whose window is
+#: ``:window``: one seek of the partial index per integration. (SQLite takes no outer column
+#: in a subquery's LIMIT, so there is one query per distinct window size, usually one.)
+_WINDOWS = (
+    "SELECT i.id AS integration_id, i.enabled, d.id, d.state, d.next_attempt_at, d.lease_until"
+    " FROM integrations i LEFT JOIN integration_options o ON o.integration_id = i.id"
+    " JOIN integration_deliveries d ON d.id IN (SELECT x.id FROM integration_deliveries x"
+    "  WHERE x.integration_id = i.id AND x.state IN ('pending', 'in_flight')"
+    "  ORDER BY x.id LIMIT :window)"
+    " WHERE coalesce(o.max_in_flight, :default) = :window"
+)
+
+
+def _scan(
+    conn: Connection, now: str, default_window: int
+) -> tuple[dict[str, Any] | None, str | None, list[int]]:
+    """The delivery to claim (or None), the earliest moment something else comes due, and the
+    disabled integrations that still have deliveries to cancel."""
+    best: dict[str, Any] | None = None
+    next_due: str | None = None
+    disabled: set[int] = set()
+    windows = conn.values(
+        "SELECT DISTINCT coalesce(o.max_in_flight, :default) FROM integrations i"
+        " LEFT JOIN integration_options o ON o.integration_id = i.id",
+        {"default": default_window},
+    )
+    rows = [
+        row
+        for window in list(windows)
+        for row in conn.all(_WINDOWS, {"window": window, "default": default_window})
+    ]
+    for row in rows:
+        if not row["enabled"]:
+            if row["state"] == "pending":
+                disabled.add(row["integration_id"])
+            continue
+        due = row["next_attempt_at"] if row["state"] == "pending" else row["lease_until"]
+        ready = due <= now if row["state"] == "pending" else due < now
+        if ready and (best is None or (due, row["id"]) < (best["due"], best["id"])):
+            best = {**row, "due": due}
+        elif not ready and (next_due is None or due < next_due):
+            next_due = due
+    return best, next_due, sorted(disabled)
+
+
+def claim(
+    conn: Connection, *, now: str, lease_until: str, claim_token: str, default_window: int
+) -> ClaimResult:
+    """Take the delivery that has been due the longest.
+
+    Each integration's unfinished deliveries are considered in event order, and only the first
+    ``window`` of them (its ``max_in_flight``, else ``default_window``): with a window of 1, an
+    integration's events go out one at a time and in order, a delivery waiting for its retry
+    holding back the later ones. Within the windows, a ``pending`` delivery is due at its
+    ``next_attempt_at`` and an ``in_flight`` one whose lease ended before ``now`` (its worker
+    died) is due again; one whose lease still runs is never taken (at most one attempt in
+    flight per delivery). Pending deliveries of disabled integrations are cancelled on the
+    way. The taken row becomes ``in_flight`` with ``attempts`` + 1, ``claim_token`` and the
+    lease.
+
+    Outside a transaction, a read-only look comes first, so that a worker finding nothing to
+    do never takes the write lock; the claim itself is one short write transaction (or part
+    of the caller's).
+    """
+    if not conn.in_transaction:
+        best, next_due, disabled = _scan(conn, now, default_window)
+        if best is None and not disabled:
+            return ClaimResult(None, next_due)
+    with conn.write("integration_deliveries"):
+        best, next_due, disabled = _scan(conn, now, default_window)
+        if disabled:
+            for integration_id in disabled:
+                cancel_pending(conn, integration_id, now)
+            best, next_due, _ = _scan(conn, now, default_window)
+        if best is None:
+            return ClaimResult(None, next_due)
+        taken = conn.one(
+            "UPDATE integration_deliveries SET state = 'in_flight', attempts = attempts + 1,"
+            " lease_until = ?, claim = ?, last_attempt_at = ? WHERE id = ?"
+            " RETURNING id, event_id, integration_id, webhook_id, attempts",
+            [lease_until, claim_token, now, best["id"]],
+        )
+    return ClaimResult(
+        Claimed(
+            id=taken["id"],
+            event_id=taken["event_id"],
+            integration_id=taken["integration_id"],
+            webhook_id=taken["webhook_id"],
+            attempt=taken["attempts"],
+            claim=claim_token,
+            lease_until=lease_until,
+        ),
+        None,
+    )
+
+
+def release(conn: Connection, delivery_id: int, claim_token: str) -> bool:
+    """Give back a claimed delivery that was never attempted (a worker stopping): pending again
+    at once, its attempt not counted. Return False when the claim was no longer held."""
+    with conn.write("integration_deliveries"):
+        return (
+            conn.run(
+                "UPDATE integration_deliveries SET state = 'pending', attempts = attempts - 1,"
+                " lease_until = NULL, claim = NULL WHERE id = ? AND claim = ? AND state = 'in_flight'",
+                [delivery_id, claim_token],
+            )
+            == 1
+        )
+
+
+def finish(
+    conn: Connection,
+    delivery_id: int,
+    claim_token: str,
+    *,
+    state: str,
+    now: str,
+    next_attempt_at: str | None = None,
+) -> bool:
+    """Record the outcome of a claimed delivery's attempt (inside the caller's write
+    transaction): ``state`` ``pending`` (retry at ``next_attempt_at``), ``delivered`` or
+    ``failed``. Return False when the claim is no longer held (its lease ended and another
+    worker took it): then the row is left to that worker.
+    """
+    finished = None if state == "pending" else now
+    return (
+        conn.run(
+            "UPDATE integration_deliveries SET state = ?, next_attempt_at = coalesce(?, next_attempt_at),"
+            " lease_until = NULL, claim = NULL, finished_at = ? WHERE id = ? AND claim = ?",
+            [state, next_attempt_at, finished, delivery_id, claim_token],
+        )
+        == 1
+    )
+
+
+def cancel_pending(conn: Connection, integration_id: int, now: str) -> int:
+    """Cancel the pending deliveries of an integration (it was disabled); in-flight ones finish.
+    Return how many were cancelled."""
+    return conn.run(
+        "UPDATE integration_deliveries SET state = 'cancelled', finished_at = ?"
+        " WHERE integration_id = ? AND state = 'pending'",
+        [now, integration_id],
+    )
+
+
+def purge_finished(conn: Connection, before: str, limit: int = 1000) -> int:
+    """Delete up to ``limit`` finished deliveries that finished before ``before`` (their
+    attempts stay in the log); return how many went."""
+    with conn.write("integration_deliveries"):
+        return conn.run(
+            "DELETE FROM integration_deliveries WHERE id IN (SELECT id FROM integration_deliveries"
+            " WHERE finished_at IS NOT NULL AND finished_at < ? LIMIT ?)",
+            [before, limit],
+        )
+
+
+def of_event(conn: Connection, event_id: int) -> list[dict[str, Any]]:
+    """The deliveries of one event: ``{id, integration_id, webhook_id, state, attempts,
+    next_attempt_at, finished_at}`` by integration."""
+    return conn.all(
+        "SELECT id, integration_id, webhook_id, state, attempts, next_attempt_at, finished_at"
+        " FROM integration_deliveries WHERE event_id = ? ORDER BY integration_id",
+        [event_id],
+    )
+
+
+def unfinished_count(conn: Connection) -> int:
+    """How many deliveries are pending or in flight."""
+    return conn.value("SELECT count(*) FROM integration_deliveries WHERE state IN ('pending', 'in_flight')")

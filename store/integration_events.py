@@ -1,25 +1,39 @@
-"""The integration event log (spec 4.1): pages of one integration's events, newest first."""
+"""The integration event log (spec 4.1): pages of one integration's events, newest first; rows
+appended by the delivery workers; retention that deletes the oldest rows first.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .engine import Connection
 
 
-def head(conn: Connection, integration_id: int) -> int | None:
-    """Return the ``seq`` of the integration's newest event (0 without events), or None when
-    no integration configuration has ``integration_id``.
+@dataclass(frozen=True)
+class LogBounds:
+    """The ``seq`` of an integration's newest row (``head``, 0 without rows) and of its oldest
+    (``low``, 0 without rows).
 
-    Rows are only ever appended at the head, so ``(integration, head)`` names one state of the
-    log: a page read at the same head is the same page.
+    Rows are appended at the head and retention deletes them from the low end only, so
+    ``(integration, head, low)`` names one state of the log: a page read at the same bounds is
+    the same page.
     """
+
+    head: int
+    low: int
+
+
+def head(conn: Connection, integration_id: int) -> LogBounds | None:
+    """Return the :class:`LogBounds` of the integration's log, or None when no integration
+    configuration has ``integration_id``."""
     row = conn.one(
-        "SELECT (SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = i.id)"
-        " AS head FROM integrations i WHERE i.id = ?",
+        "SELECT (SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = i.id) AS head,"
+        " (SELECT coalesce(min(seq), 0) FROM integration_events WHERE integration_id = i.id) AS low"
+        " FROM integrations i WHERE i.id = ?",
         [integration_id],
     )
-    return None if row is None else row["head"]
+    return None if row is None else LogBounds(row["head"], row["low"])
 
 
 def page(conn: Connection, integration_id: int, top: int, limit: int, offset: int) -> list[dict[str, Any]]:
@@ -29,7 +43,8 @@ def page(conn: Connection, integration_id: int, top: int, limit: int, offset: in
     Each item: ``{"id": str, "integrationId": int, "createdAt": str, "state": str,
     "stateDetails": str, "event": bytes (JSON text), "details": bytes (JSON text)}``.
     The offset is turned into a bound on ``seq`` (the gap-free per-integration number), so
-    the cost is one index seek whatever the offset.
+    the cost is one index seek whatever the offset; rows deleted by retention only make the
+    oldest pages shorter.
     """
     if offset >= top:
         return []
@@ -40,4 +55,92 @@ def page(conn: Connection, integration_id: int, top: int, limit: int, offset: in
         " FROM integration_events WHERE integration_id = ? AND seq <= ?"
         " ORDER BY seq DESC LIMIT ?",
         [integration_id, top - offset, limit],
+    )
+
+
+def append(
+    conn: Connection,
+    integration_id: int,
+    *,
+    created_at: str,
+    state: str,
+    state_details: str,
+    event: bytes | str,
+    details: bytes | str,
+) -> dict[str, Any]:
+    """Append one row at the head of an integration's log, inside the caller's write
+    transaction (so that ``seq`` = head + 1 is never taken twice). ``event`` and ``details``
+    are compact JSON text. Return the row as 4.1 serves it (``id`` a decimal string,
+    ``event`` and ``details`` JSON text)."""
+    if isinstance(event, bytes):
+        event = event.decode()
+    if isinstance(details, bytes):
+        details = details.decode()
+    seq = (
+        conn.value(
+            "SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = ?", [integration_id]
+        )
+        + 1
+    )
+    row_id = conn.insert(
+        "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details, event,"
+        " details) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [integration_id, seq, created_at, state, state_details, event, details],
+    )
+    return {
+        "id": str(row_id),
+        "integrationId": integration_id,
+        "createdAt": created_at,
+        "state": state,
+        "stateDetails": state_details,
+        "event": event,
+        "details": details,
+    }
+
+
+#: Rows read per step when looking for the rows older than the retention age.
+PRUNE_BATCH = 500
+
+
+def prune(conn: Connection, integration_id: int, *, keep: int, before: str) -> int:
+    """Apply retention to one integration's log, inside the caller's write transaction: keep
+    its newest ``keep`` rows (``keep`` >= 1), and delete the rows created before ``before``
+    (a stored timestamp), oldest first. The newest row always stays, so the log keeps the
+    integration's last outcome. Only a prefix of the log (its lowest ``seq``) is ever
+    deleted, so 4.1's ``seq`` bounds stay exact. Return how many rows were deleted.
+    """
+    bounds = conn.one(
+        "SELECT coalesce(max(seq), 0) AS head, coalesce(min(seq), 0) AS low FROM integration_events"
+        " WHERE integration_id = ?",
+        [integration_id],
+    )
+    if not bounds["head"]:
+        return 0
+    cut = max(bounds["low"], bounds["head"] - max(keep, 1) + 1)
+    if cut == bounds["low"]:
+        oldest = conn.value(
+            "SELECT created_at FROM integration_events WHERE integration_id = ? AND seq = ?",
+            [integration_id, cut],
+        )
+        if oldest is None or oldest >= before:
+            return 0  # within both bounds: the usual case, two index seeks
+    # Rows are appended in time order, so the old ones form a prefix: extend the cut past it,
+    # one batch at a time, stopping at the first row young enough (or at the newest row).
+    while cut < bounds["head"]:
+        rows = conn.all(
+            "SELECT seq, created_at FROM integration_events WHERE integration_id = ? AND seq >= ?"
+            " ORDER BY seq LIMIT ?",
+            [integration_id, cut, PRUNE_BATCH],
+        )
+        young = next((r["seq"] for r in rows if r["created_at"] >= before), None)
+        if young is not None:
+            cut = max(cut, young)
+            break
+        if not rows:
+            break
+        cut = min(rows[-1]["seq"] + 1, bounds["head"])
+    if cut <= bounds["low"]:
+        return 0
+    return conn.run(
+        "DELETE FROM integration_events WHERE integration_id = ? AND seq < ?", [integration_id, cut]
     )

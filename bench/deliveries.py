@@ -1,0 +1,405 @@
+"""Webhook delivery (issue 8): a burst of changes through a real ``flagadmin serve``, without and
+then with matching webhook integrations, to a local receiver.
+
+Usage (from the repository root)::
+
+    python bench/deliveries.py                          # 10,000 changes, 5 integrations
+    python bench/deliveries.py --changes 300 --quick    # a quick check
+
+For each mode (``without``: no integration handles the changes; ``with``: ``--integrations``
+enabled webhooks take every event type), on a fresh copy of the demo database: start
+``flagadmin serve`` (core 0, ``--delivery-workers`` threads delivering), a receiver process
+answering 200 at once (core 1), then ``--clients`` threads send ``--changes`` changes in all,
+each on one keep-alive connection, while one more thread pages the 4.1 log of an integration
+that is being written (``limit=50``, offsets 0 to 500) and checks each page (newest first,
+no duplicates). After the burst, wait for the outbox to empty.
+
+The change is a parameter (``--kind``): ``flag`` creates a flag (``POST
+/api/admin/projects/default/features``, event ``feature-created``), ``addon`` replaces the
+description of a disabled webhook configuration (``PUT /api/admin/addons/{id}``, event
+``addon-config-updated``); ``auto`` takes ``flag`` when the server has the route.
+
+Rounds (``--rounds``, default 3) alternate the two modes, on a machine that may be busy
+with other work; the report gives each round and the median of the p50 ratios. Reports, per
+mode: the change's latency (p50/p95/p99), the ratio of the p50s (target: within 1.2),
+deliveries per second (attempts recorded / time from the first change to the last
+delivery), the time from the start of the burst to the last delivery and from its end, the
+paging latency during the burst and its page errors. Prints Markdown; writes
+``--out``/deliveries.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import orjson
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from procs import HOST, Server, flagadmin_command, free_port  # noqa: E402
+
+from flagadmin.seed_documents import demo_files, load_files  # noqa: E402
+from flagadmin.spec import EVENT_TYPES  # noqa: E402
+from flagadmin.store import connect, schema, tokens  # noqa: E402
+from flagadmin.timestamps import parse_rfc3339  # noqa: E402
+
+EVENT_OF_KIND = {"flag": "feature-created", "addon": "addon-config-updated"}
+
+
+# --- the receiver (a process of its own) ------------------------------------------------------
+
+
+class _Ok(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+def serve_receiver(port: int) -> None:
+    """Answer every POST with 200 at once (``--receiver PORT``)."""
+    server = ThreadingHTTPServer((HOST, port), _Ok)
+    server.daemon_threads = True
+    server.request_queue_size = 256
+    server.serve_forever()
+
+
+# --- set-up ---------------------------------------------------------------------------------
+
+
+def template(work: Path) -> tuple[Path, str]:
+    """The demo database (its own webhooks disabled) with an admin token; built once."""
+    path = work / "template.db"
+    token_file = work / "template.token"
+    if path.exists() and token_file.exists():
+        return path, token_file.read_text()
+    path.unlink(missing_ok=True)
+    schema.ensure_schema(path)
+    token = tokens.new_admin_token()
+    with connect(path) as conn:
+        load_files(conn, demo_files())
+        with conn.write():
+            conn.run("UPDATE integrations SET enabled = 0")
+        tokens.insert_token(conn, token, kind="admin", name="bench")
+        conn.pragma("wal_checkpoint(TRUNCATE)")
+    token_file.write_text(token)
+    return path, token
+
+
+def add_webhooks(db: Path, receiver: int, count: int) -> list[int]:
+    """``count`` enabled webhooks to the receiver, taking every event type; return their ids."""
+    ids = []
+    with connect(db) as conn, conn.write():
+        for n in range(count):
+            ids.append(
+                conn.insert(
+                    "INSERT INTO integrations (provider, description, enabled, events, parameters)"
+                    " VALUES ('webhook', ?, 1, ?, ?)",
+                    [
+                        f"bench receiver {n}",
+                        json.dumps(list(EVENT_TYPES)),
+                        json.dumps({"url": f"http://{HOST}:{receiver}/hook/{n}"}),
+                    ],
+                )
+            )
+    return ids
+
+
+def request(conn: http.client.HTTPConnection, method: str, path: str, token: str, body=None) -> int:
+    headers = {"Authorization": token}
+    data = None
+    if body is not None:
+        data = orjson.dumps(body)
+        headers["Content-Type"] = "application/json"
+    conn.request(method, path, body=data, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def pick_kind(port: int, token: str, kind: str) -> str:
+    if kind != "auto":
+        return kind
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        conn.request("GET", "/docs/openapi.json")
+        paths = orjson.loads(conn.getresponse().read())["paths"]
+    finally:
+        conn.close()
+    return "flag" if "/api/admin/projects/{projectId}/features" in paths else "addon"
+
+
+def disabled_config(port: int, token: str, receiver: int) -> int:
+    """A disabled webhook configuration whose description the ``addon`` kind replaces."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        body = addon_body(receiver, "bench target")
+        conn.request(
+            "POST",
+            "/api/admin/addons",
+            body=orjson.dumps(body),
+            headers={"Authorization": token, "Content-Type": "application/json"},
+        )
+        return orjson.loads(conn.getresponse().read())["id"]
+    finally:
+        conn.close()
+
+
+def addon_body(receiver: int, description: str) -> dict:
+    return {
+        "provider": "webhook",
+        "enabled": False,
+        "description": description,
+        "parameters": {"url": f"http://{HOST}:{receiver}/target"},
+        "events": ["feature-created"],
+    }
+
+
+# --- one mode -------------------------------------------------------------------------------
+
+
+def burst(port: int, token: str, kind: str, changes: int, clients: int, run: str, target: int, receiver: int):
+    """Send ``changes`` changes from ``clients`` threads; return (latencies s, statuses)."""
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    counter = iter(range(changes))
+
+    def client() -> None:
+        conn = http.client.HTTPConnection(HOST, port, timeout=60)
+        try:
+            while True:
+                with lock:
+                    n = next(counter, None)
+                if n is None:
+                    return
+                if kind == "flag":
+                    method, path = "POST", "/api/admin/projects/default/features"
+                    body = {"name": f"bench-{run}-{n}", "type": "release"}
+                else:
+                    method, path = "PUT", f"/api/admin/addons/{target}"
+                    body = addon_body(receiver, f"burst {run} change {n}")
+                started = time.perf_counter()
+                status = request(conn, method, path, token, body)
+                elapsed = time.perf_counter() - started
+                with lock:
+                    latencies.append(elapsed)
+                    statuses[status] = statuses.get(status, 0) + 1
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies, statuses
+
+
+def pager(port: int, token: str, integration: int, stop: threading.Event, found: dict) -> None:
+    """Page the 4.1 log of ``integration`` until ``stop``; record latencies and bad pages."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=60)
+    rng = random.Random(8)
+    try:
+        while not stop.is_set():
+            offset = rng.choice((0, 0, 50, 100, 500))
+            started = time.perf_counter()
+            conn.request(
+                "GET",
+                f"/api/admin/addons/{integration}/events?limit=50&offset={offset}",
+                headers={"Authorization": token},
+            )
+            response = conn.getresponse()
+            body = response.read()
+            found["latencies"].append(time.perf_counter() - started)
+            if response.status != 200:
+                found["errors"] += 1
+                continue
+            ids = [int(e["id"]) for e in orjson.loads(body)["integrationEvents"]]
+            if ids != sorted(set(ids), reverse=True):
+                found["errors"] += 1
+            found["pages"] += 1
+            time.sleep(0.01)
+    finally:
+        conn.close()
+
+
+def outbox(db: Path) -> dict:
+    with connect(db) as conn:
+        return conn.one(
+            "SELECT sum(state IN ('pending', 'in_flight')) AS unfinished,"
+            " sum(state = 'delivered') AS delivered, sum(state = 'failed') AS failed,"
+            " count(*) AS total, min(created_at) AS first,"
+            " max(finished_at) AS last, (SELECT count(*) FROM integration_events"
+            " WHERE integration_id IN (SELECT integration_id FROM integration_deliveries)) AS attempts"
+            " FROM integration_deliveries"
+        )
+
+
+def summary(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    ordered = sorted(values)
+
+    def at(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000, 2)
+
+    return {
+        "n": len(values),
+        "p50": at(50),
+        "p95": at(95),
+        "p99": at(99),
+        "mean": round(statistics.mean(values) * 1000, 2),
+    }
+
+
+def run_mode(mode: str, args, work: Path, base: Path, token: str, receiver: int) -> dict:
+    db = work / f"{mode}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(base, db)
+    webhooks = add_webhooks(db, receiver, args.integrations) if mode == "with" else []
+    port = free_port()
+    command = [*flagadmin_command(db, port, args.threads), "--delivery-workers", str(args.delivery_workers)]
+    with Server(command, port, work / "servers.log"):
+        kind = pick_kind(port, token, args.kind)
+        target = disabled_config(port, token, receiver) if kind == "addon" else 0
+        paging = {"latencies": [], "errors": 0, "pages": 0}
+        stop = threading.Event()
+        watched = webhooks[0] if webhooks else 1
+        reader = threading.Thread(target=pager, args=(port, token, watched, stop, paging))
+        reader.start()
+        started_wall, started = time.time(), time.perf_counter()
+        latencies, statuses = burst(port, token, kind, args.changes, args.clients, mode, target, receiver)
+        burst_s = time.perf_counter() - started
+        stop.set()
+        reader.join()
+        deadline = time.monotonic() + args.timeout
+        state = outbox(db)
+        while webhooks and (state["unfinished"] or 0) > 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            state = outbox(db)
+    result = {
+        "mode": mode,
+        "kind": kind,
+        "event": EVENT_OF_KIND[kind],
+        "changes": args.changes,
+        "statuses": statuses,
+        "burst_s": round(burst_s, 2),
+        "changes_per_s": round(args.changes / burst_s, 1),
+        "latency_ms": summary(latencies),
+        "paging_ms": summary(paging["latencies"]),
+        "paging_pages": paging["pages"],
+        "paging_errors": paging["errors"],
+    }
+    if webhooks:
+        last = parse_rfc3339(state["last"]).timestamp() if state["last"] else started_wall
+        result.update(
+            {
+                "deliveries": state["total"],
+                "delivered": state["delivered"],
+                "failed": state["failed"],
+                "unfinished": state["unfinished"],
+                "last_delivery_after_start_s": round(last - started_wall, 2),
+                "last_delivery_after_burst_s": round(last - started_wall - burst_s, 2),
+                "deliveries_per_s": round((state["delivered"] or 0) / max(last - started_wall, 1e-3), 1),
+            }
+        )
+    return result
+
+
+def report(results: list[dict]) -> str:
+    without, with_ = results
+    ratio = with_["latency_ms"]["p50"] / without["latency_ms"]["p50"]
+    lines = [
+        f"Change: {with_['kind']} ({with_['event']}), {with_['changes']} changes per mode.",
+        "",
+        "| mode | p50 ms | p95 ms | p99 ms | changes/s | 4.1 pages | 4.1 p50 ms | 4.1 p99 ms | page errors |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lat, pag = r["latency_ms"], r["paging_ms"]
+        lines.append(
+            f"| {r['mode']} | {lat['p50']} | {lat['p95']} | {lat['p99']} | {r['changes_per_s']} | "
+            f"{r['paging_pages']} | {pag.get('p50', '-')} | {pag.get('p99', '-')} | {r['paging_errors']} |"
+        )
+    lines += [
+        "",
+        f"p50 with / without: **{ratio:.2f}x** (target: within 1.2x)",
+        f"Deliveries: {with_['delivered']} delivered of {with_['deliveries']} ({with_['failed']} failed, "
+        f"{with_['unfinished']} unfinished), {with_['deliveries_per_s']} per second; the last one "
+        f"{with_['last_delivery_after_start_s']} s after the burst began, "
+        f"{with_['last_delivery_after_burst_s']} s after it ended.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--changes", type=int, default=10_000)
+    parser.add_argument("--integrations", type=int, default=5)
+    parser.add_argument("--kind", choices=("auto", "flag", "addon"), default="auto")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent writers")
+    parser.add_argument("--threads", type=int, default=8, help="waitress threads")
+    parser.add_argument("--delivery-workers", type=int, default=4)
+    parser.add_argument("--timeout", type=float, default=900, help="seconds to wait for the outbox to empty")
+    parser.add_argument("--work", type=Path, default=BENCH / "data" / "deliveries")
+    parser.add_argument("--out", type=Path, default=BENCH / "out")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of without-then-with")
+    parser.add_argument("--quick", action="store_true", help="--changes 300 --rounds 1 (a few seconds)")
+    parser.add_argument("--receiver", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.receiver:
+        serve_receiver(args.receiver)
+        return
+    if args.quick:
+        args.changes, args.rounds = min(args.changes, 300), 1
+    args.work.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    base, token = template(args.work)
+    receiver_port = free_port()
+    receiver = subprocess.Popen(
+        ["taskset", "-c", "1", sys.executable, __file__, "--receiver", str(receiver_port)],
+    )
+    os.environ["FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS"] = HOST
+    rounds: list[list[dict]] = []
+    try:
+        for _ in range(args.rounds):
+            rounds.append(
+                [run_mode(mode, args, args.work, base, token, receiver_port) for mode in ("without", "with")]
+            )
+    finally:
+        receiver.terminate()
+        receiver.wait(10)
+    text = "\n\n".join(report(pair) for pair in rounds)
+    if len(rounds) > 1:
+        ratios = sorted(pair[1]["latency_ms"]["p50"] / pair[0]["latency_ms"]["p50"] for pair in rounds)
+        text += f"\n\nMedian of the {len(rounds)} rounds' p50 ratios: **{statistics.median(ratios):.2f}x**"
+    print(text)
+    (args.out / "deliveries.json").write_text(json.dumps(rounds, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,426 @@
+"""Integration configurations (the reference server's ``/api/admin/addons``, same bodies): list,
+create, read, replace, delete, and send a test event.
+
+Spec 2.2 names the integration configuration that 4.1's ``id`` points at without showing its
+fields; they are the reference server's (``addonCreateUpdateSchema``, ``addonSchema``,
+``addonsSchema``), plus three options of flagadmin's own (``maxInFlight``, ``eventsKeep``,
+``eventsMaxAge``). Every change is an event (``addon-config-created``, ``-updated``,
+``-deleted``, never with the parameters), written in the change's transaction. Sensitive
+parameters are shown as ``*****``; a ``*****`` sent back keeps the stored value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import orjson
+from flask import Blueprint
+from marshmallow import RAISE, Schema, fields, validate
+
+from .. import delivery, events, integrations, webhooks
+from ..records import IntegrationEventSchema
+from ..spec import EVENT_TYPES
+from ..store import deliveries as store_deliveries
+from ..store import integrations as store_integrations
+from ..web.auth import Permission
+from ..web.cache import Answer
+from ..web.errors import BadDataError, ConflictError, NotFoundError
+from ..web.operations import operation
+from ..web.state import state
+from .integration_events import INTEGRATION_ID, integration_id
+
+bp = Blueprint("addons", __name__, url_prefix="/api/admin")
+
+SECTION = "2.2"
+#: Projects or environments a configuration may name, and their length.
+MAX_FILTER_ITEMS = 20
+MAX_FILTER_NAME = 100
+MAX_DESCRIPTION = 1000
+#: ISO 8601 durations of one component, at least a second: P30D, P4W, P1Y, PT12H, PT90M.
+MAX_AGE_PATTERN = r"^P(?:[1-9][0-9]{0,3}[YMWD]|T[1-9][0-9]{0,6}[HMS])$"
+
+
+class StrictBoolean(fields.Boolean):
+    """A JSON ``true`` or ``false``, nothing else (no ``"true"``, no ``1``)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+class StrictInteger(fields.Integer):
+    """A JSON integer, nothing else (no ``"5"``, no ``5.5``, no ``true``)."""
+
+    default_error_messages: ClassVar[dict[str, str]] = {"invalid": "Not a valid integer."}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+def _masked_or(pattern: str) -> str:
+    """``pattern`` (``^...$``) that also accepts ``*****`` (a stored value kept)."""
+    return r"^(?:\*\*\*\*\*|" + pattern[1:-1] + r")$"
+
+
+def _parameters_schema(name: str, *, masks: bool) -> type[Schema]:
+    """The webhook provider's parameters; ``masks``: sensitive ones may be ``*****`` (PUT)."""
+
+    def pattern(regex: str, sensitive: bool) -> validate.Regexp:
+        return validate.Regexp(_masked_or(regex) if masks and sensitive else regex)
+
+    def text(max_length: int, description: str, *, sensitive: bool = False, regex: str | None = None):
+        checks = [validate.Length(max=max_length)]
+        if regex is not None:
+            checks.append(pattern(regex, sensitive))
+        return fields.String(validate=checks, metadata={"description": description})
+
+    definitions = {p.name: p for p in webhooks.PARAMETERS}
+    attributes = {
+        "Meta": type("Meta", (), {"unknown": RAISE}),
+        "url": fields.String(
+            required=True,
+            validate=[validate.Length(min=1, max=webhooks.MAX_URL), pattern(webhooks.URL_PATTERN, True)],
+            metadata={"description": definitions["url"].description},
+        ),
+        "contentType": text(
+            webhooks.MAX_CONTENT_TYPE,
+            definitions["contentType"].description,
+            regex=webhooks.HEADER_VALUE_PATTERN,
+        ),
+        "authorization": text(
+            webhooks.MAX_AUTHORIZATION,
+            definitions["authorization"].description,
+            sensitive=True,
+            regex=webhooks.HEADER_VALUE_PATTERN,
+        ),
+        "customHeaders": text(
+            webhooks.MAX_CUSTOM_HEADERS, definitions["customHeaders"].description, sensitive=True
+        ),
+        "bodyTemplate": text(webhooks.MAX_BODY_TEMPLATE, definitions["bodyTemplate"].description),
+        "secret": text(128, definitions["secret"].description, sensitive=True, regex=webhooks.SECRET_PATTERN),
+        "__doc__": "Parameters of the webhook provider"
+        + (" (a sensitive one sent as ***** keeps its stored value)." if masks else "."),
+    }
+    return type(name, (Schema,), attributes)
+
+
+WebhookParametersSchema = _parameters_schema("WebhookParametersSchema", masks=False)
+WebhookParametersUpdateSchema = _parameters_schema("WebhookParametersUpdateSchema", masks=True)
+
+
+def _names(description: str) -> fields.List:
+    return fields.List(
+        fields.String(validate=validate.Length(min=1, max=MAX_FILTER_NAME)),
+        validate=validate.Length(max=MAX_FILTER_ITEMS),
+        load_default=list,
+        metadata={"description": description},
+    )
+
+
+def _config_schema(name: str, parameters: type[Schema], doc: str) -> type[Schema]:
+    attributes = {
+        "Meta": type("Meta", (), {"unknown": RAISE}),
+        "provider": fields.String(
+            required=True,
+            validate=validate.OneOf(sorted(integrations.PROVIDERS)),
+            metadata={"description": "The provider, case sensitive: flagadmin delivers through webhook."},
+        ),
+        "description": fields.String(
+            allow_none=True,
+            load_default=None,
+            validate=validate.Length(max=MAX_DESCRIPTION),
+            metadata={"description": "A description of the configuration."},
+        ),
+        "enabled": StrictBoolean(
+            required=True, metadata={"description": "Whether the configuration handles events."}
+        ),
+        "parameters": fields.Nested(parameters, required=True),
+        "events": fields.List(
+            fields.String(validate=validate.OneOf(EVENT_TYPES)),
+            required=True,
+            validate=validate.Length(max=len(EVENT_TYPES)),
+            metadata={"description": "The event types (spec 6) this configuration handles."},
+        ),
+        "projects": _names("Projects whose events it handles; empty (or first item *): all."),
+        "environments": _names("Environments whose events it handles; empty (or first item *): all."),
+        "maxInFlight": StrictInteger(
+            allow_none=True,
+            load_default=None,
+            validate=validate.Range(1, 100),
+            metadata={
+                "description": "Deliveries under way at once, retries waiting included; 1 keeps "
+                "events in order. null: FLAGADMIN_DELIVERY_MAX_IN_FLIGHT."
+            },
+        ),
+        "eventsKeep": StrictInteger(
+            allow_none=True,
+            load_default=None,
+            validate=validate.Range(1, 10**9),
+            metadata={
+                "description": "Rows of its log (4.1) kept, newest first. "
+                "null: FLAGADMIN_INTEGRATION_EVENTS_KEEP."
+            },
+        ),
+        "eventsMaxAge": fields.String(
+            allow_none=True,
+            load_default=None,
+            validate=validate.Regexp(MAX_AGE_PATTERN),
+            metadata={
+                "description": "Age (ISO 8601 duration, e.g. P30D) after which rows of its log "
+                "are deleted. null: FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE."
+            },
+        ),
+        "__doc__": doc,
+    }
+    return type(name, (Schema,), attributes)
+
+
+AddonCreateSchema = _config_schema(
+    "AddonCreateSchema",
+    WebhookParametersSchema,
+    "A new integration configuration (the reference server's addonCreateUpdateSchema).",
+)
+AddonUpdateSchema = _config_schema(
+    "AddonUpdateSchema",
+    WebhookParametersUpdateSchema,
+    "An integration configuration's new content; a sensitive parameter sent as ***** keeps its value.",
+)
+
+
+class AddonSchema(Schema):
+    """An integration configuration (the reference server's addonSchema, plus flagadmin's
+    options); sensitive parameters shown as ``*****``."""
+
+    id = fields.Integer(required=True, validate=validate.Range(min=1))
+    provider = fields.String(required=True)
+    description = fields.String(required=True, allow_none=True)
+    enabled = fields.Boolean(required=True)
+    parameters = fields.Dict(required=True)
+    events = fields.List(fields.String(), required=True)
+    projects = fields.List(fields.String(), required=True)
+    environments = fields.List(fields.String(), required=True)
+    createdAt = fields.String(
+        required=True, allow_none=True, metadata={"description": "When it was created (null: seeded)."}
+    )
+    maxInFlight = fields.Integer(required=True, allow_none=True)
+    eventsKeep = fields.Integer(required=True, allow_none=True)
+    eventsMaxAge = fields.String(required=True, allow_none=True)
+
+
+class AddonParameterSchema(Schema):
+    """A provider's parameter (addonParameterSchema)."""
+
+    name = fields.String(required=True)
+    displayName = fields.String(required=True)
+    type = fields.String(required=True)
+    description = fields.String()
+    placeholder = fields.String()
+    required = fields.Boolean(required=True)
+    sensitive = fields.Boolean(required=True)
+
+
+class AddonTypeSchema(Schema):
+    """A provider (addonTypeSchema): its parameters and the events it can handle."""
+
+    name = fields.String(required=True)
+    displayName = fields.String(required=True)
+    documentationUrl = fields.String(required=True)
+    description = fields.String(required=True)
+    howTo = fields.String()
+    parameters = fields.List(fields.Nested(AddonParameterSchema))
+    events = fields.List(fields.String())
+
+
+class AddonsSchema(Schema):
+    """Every configuration and every provider (addonsSchema)."""
+
+    addons = fields.List(fields.Nested(AddonSchema), required=True)
+    providers = fields.List(fields.Nested(AddonTypeSchema), required=True)
+
+
+def _found(conn, id: str) -> dict[str, Any]:
+    number = integration_id(id)
+    config = None if number is None else store_integrations.get(conn, number)
+    if config is None:
+        raise NotFoundError(
+            f"No integration configuration has the id {id!r}: integration ids are decimal integers."
+        )
+    return config
+
+
+def _checked(body: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        return integrations.checked(body, stored=stored, settings=state().settings)
+    except integrations.ProviderChangeError as exc:
+        raise ConflictError(str(exc)) from exc
+    except integrations.ConfigError as exc:
+        raise BadDataError(str(exc), details=exc.details) from exc
+
+
+@operation(
+    bp,
+    "/addons",
+    section=SECTION,
+    summary="List integration configurations and providers",
+    response=AddonsSchema(),
+)
+def list_addons(caller, conn):
+    """Every integration configuration (sensitive parameters as *****) and the providers
+    flagadmin delivers through. Any valid API token."""
+    return {
+        "addons": [integrations.wire(config) for config in store_integrations.list_all(conn)],
+        "providers": list(integrations.PROVIDERS.values()),
+    }
+
+
+@operation(
+    bp,
+    "/addons",
+    method="POST",
+    section=SECTION,
+    summary="Create an integration configuration",
+    response=AddonSchema(),
+    body=AddonCreateSchema(),
+    permission=Permission.ADMIN,
+    status=201,
+)
+def create_addon(caller, conn, body):
+    """Create a configuration; it handles the events recorded after it (no delay). Needs ADMIN.
+
+    400 for an unknown provider, a missing required parameter, an event type not of spec 6,
+    a URL that is not http(s) or resolves to a non-public address (unless
+    FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE or FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS allow it), or
+    a bodyTemplate that does not render. Records addon-config-created.
+    """
+    config = _checked(body, None)
+    app_state = state()
+    with conn.write("integrations"):
+        number = store_integrations.insert(conn, config, created_at=app_state.clock.now_rfc3339())
+        stored = store_integrations.get(conn, number)
+        events.record(
+            conn,
+            "addon-config-created",
+            events.Actor.of_caller(caller),
+            data=integrations.event_data(stored),
+            clock=app_state.clock,
+        )
+    return integrations.wire(stored)
+
+
+@operation(
+    bp,
+    "/addons/<id>",
+    section=SECTION,
+    summary="Get an integration configuration",
+    response=AddonSchema(),
+    path={"id": INTEGRATION_ID},
+)
+def get_addon(caller, conn, id: str):
+    """One configuration, sensitive parameters as *****. Any valid API token; 404 for an
+    unknown id."""
+    return integrations.wire(_found(conn, id))
+
+
+@operation(
+    bp,
+    "/addons/<id>",
+    method="PUT",
+    section=SECTION,
+    summary="Replace an integration configuration",
+    response=AddonSchema(),
+    body=AddonUpdateSchema(),
+    permission=Permission.ADMIN,
+    path={"id": INTEGRATION_ID},
+    statuses=(409,),
+)
+def update_addon(caller, conn, id: str, body):
+    """Replace a configuration; the next event uses it. A sensitive parameter sent as *****
+    keeps its stored value. Disabling it cancels its pending deliveries. Needs ADMIN; 404 for
+    an unknown id; 409 to change its provider. Records addon-config-updated when something
+    other than the parameters changed (the event never carries them).
+    """
+    config = _checked(body, _found(conn, id))
+    app_state = state()
+    with conn.write("integrations"):
+        before = _found(conn, id)
+        store_integrations.update(conn, before["id"], config)
+        after = store_integrations.get(conn, before["id"])
+        if before["enabled"] and not after["enabled"]:
+            store_deliveries.cancel_pending(conn, before["id"], app_state.clock.now_rfc3339())
+        events.record(
+            conn,
+            "addon-config-updated",
+            events.Actor.of_caller(caller),
+            data=integrations.event_data(after),
+            pre_data=integrations.event_data(before),
+            clock=app_state.clock,
+        )
+    return integrations.wire(after)
+
+
+@operation(
+    bp,
+    "/addons/<id>",
+    method="DELETE",
+    section=SECTION,
+    summary="Delete an integration configuration",
+    response=None,
+    permission=Permission.ADMIN,
+    path={"id": INTEGRATION_ID},
+)
+def delete_addon(caller, conn, id: str):
+    """Delete a configuration with its log (4.1) and its deliveries, in one transaction. Needs
+    ADMIN; 404 for an unknown id (the reference server answers 200). Records
+    addon-config-deleted. Answers 200 without a body."""
+    app_state = state()
+    with conn.write("integrations"):
+        before = _found(conn, id)
+        store_integrations.delete(conn, before["id"])
+        events.record(
+            conn,
+            "addon-config-deleted",
+            events.Actor.of_caller(caller),
+            pre_data=integrations.event_data(before),
+            clock=app_state.clock,
+        )
+
+
+@operation(
+    bp,
+    "/addons/<id>/test",
+    method="POST",
+    section=SECTION,
+    summary="Send a test event to an integration configuration",
+    response=IntegrationEventSchema(),
+    permission=Permission.ADMIN,
+    path={"id": INTEGRATION_ID},
+    statuses=(409,),
+)
+def test_addon(caller, conn, id: str):
+    """Send a sample event (of the configuration's first event type) now, through the same
+    path as real deliveries (address checks, headers, signature, deadline), and answer with the
+    attempt's row of its log (4.1), whatever the outcome; it is not retried. Works on a
+    disabled configuration too. Needs ADMIN; 404 for an unknown id; 409 for a provider that
+    flagadmin does not deliver through."""
+    config = _found(conn, id)
+    if not integrations.deliverable(config):
+        raise ConflictError(
+            f"Integration configuration {config['id']} uses the provider {config['provider']!r}, "
+            "which flagadmin does not deliver through; only webhook configurations can be tested."
+        )
+    app_state = state()
+    row = delivery.send_test(
+        conn,
+        config,
+        events.Actor.of_caller(caller),
+        policy=delivery.Policy.from_settings(app_state.settings),
+        clock=app_state.clock,
+    )
+    if row is None:
+        raise NotFoundError(f"Integration configuration {config['id']} was deleted during the test.")
+    row["event"] = orjson.Fragment(row["event"])
+    row["details"] = orjson.Fragment(row["details"])
+    return Answer(orjson.dumps(row))

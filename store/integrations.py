@@ -1,0 +1,140 @@
+"""Integration configurations (the reference server's "addons"): reading, writing, deleting.
+
+A configuration is one ``integrations`` row (the reference server's fields; ``events``,
+``projects``, ``environments`` and ``parameters`` as JSON text) and, for those made through the
+API, one ``integration_options`` row (flagadmin's own: when it was created, its delivery window
+and the retention of its log). Rows come back as dicts::
+
+    {"id": int, "provider": str, "description": str | None, "enabled": bool,
+     "events": [str], "projects": [str], "environments": [str], "parameters": {str: Any},
+     "created_at": str | None, "max_in_flight": int | None, "events_keep": int | None,
+     "events_max_age": str | None}
+
+``None`` options mean the instance's defaults (``FLAGADMIN_*`` settings).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .engine import Connection
+
+_SELECT = (
+    "SELECT i.id, i.provider, i.description, i.enabled, i.events, i.projects, i.environments,"
+    " i.parameters, o.created_at, o.max_in_flight, o.events_keep, o.events_max_age"
+    " FROM integrations i LEFT JOIN integration_options o ON o.integration_id = i.id"
+)
+
+#: The option columns of ``integration_options`` a caller may set.
+OPTIONS = ("max_in_flight", "events_keep", "events_max_age")
+
+
+def _decoded(text: str | None, empty: Any) -> Any:
+    if text is None:
+        return empty
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return empty
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **row,
+        "enabled": bool(row["enabled"]),
+        "events": _decoded(row["events"], []),
+        "projects": _decoded(row["projects"], []),
+        "environments": _decoded(row["environments"], []),
+        "parameters": _decoded(row["parameters"], {}),
+    }
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def list_all(conn: Connection) -> list[dict[str, Any]]:
+    """Every integration configuration, by id."""
+    return [_row(row) for row in conn.all(_SELECT + " ORDER BY i.id")]
+
+
+def get(conn: Connection, integration_id: int) -> dict[str, Any] | None:
+    """The configuration ``integration_id``, or None."""
+    row = conn.one(_SELECT + " WHERE i.id = ?", [integration_id])
+    return None if row is None else _row(row)
+
+
+def insert(conn: Connection, config: dict[str, Any], *, created_at: str) -> int:
+    """Store a new configuration (keys of the module's row shape but ``id`` and
+    ``created_at``); return its id. Call inside a write transaction with its event."""
+    integration_id = conn.insert(
+        "INSERT INTO integrations (provider, description, enabled, events, projects, environments,"
+        " parameters) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            config["provider"],
+            config.get("description"),
+            int(config["enabled"]),
+            _json(config["events"]),
+            _json(config.get("projects") or []),
+            _json(config.get("environments") or []),
+            _json(config["parameters"]),
+        ],
+    )
+    conn.run(
+        "INSERT INTO integration_options (integration_id, created_at, max_in_flight, events_keep,"
+        " events_max_age) VALUES (?, ?, ?, ?, ?)",
+        [integration_id, created_at, *(config.get(name) for name in OPTIONS)],
+    )
+    return integration_id
+
+
+def update(conn: Connection, integration_id: int, config: dict[str, Any]) -> None:
+    """Replace the fields of configuration ``integration_id`` with those of ``config`` (the
+    module's row shape); its ``created_at`` stays. Call inside a write transaction."""
+    conn.run(
+        "UPDATE integrations SET provider = ?, description = ?, enabled = ?, events = ?, projects = ?,"
+        " environments = ?, parameters = ? WHERE id = ?",
+        [
+            config["provider"],
+            config.get("description"),
+            int(config["enabled"]),
+            _json(config["events"]),
+            _json(config.get("projects") or []),
+            _json(config.get("environments") or []),
+            _json(config["parameters"]),
+            integration_id,
+        ],
+    )
+    options = [config.get(name) for name in OPTIONS]
+    changed = conn.run(
+        "UPDATE integration_options SET max_in_flight = ?, events_keep = ?, events_max_age = ?"
+        " WHERE integration_id = ?",
+        [*options, integration_id],
+    )
+    if not changed:
+        conn.run(
+            "INSERT INTO integration_options (integration_id, created_at, max_in_flight, events_keep,"
+            " events_max_age) VALUES (?, NULL, ?, ?, ?)",
+            [integration_id, *options],
+        )
+
+
+def set_enabled(conn: Connection, integration_id: int, enabled: bool) -> int:
+    """Enable or disable configuration ``integration_id``; return 1 when it changed, else 0."""
+    return conn.run(
+        "UPDATE integrations SET enabled = ? WHERE id = ? AND enabled <> ?",
+        [int(enabled), integration_id, int(enabled)],
+    )
+
+
+def delete(conn: Connection, integration_id: int) -> bool:
+    """Delete configuration ``integration_id`` with its log (4.1), its deliveries and its
+    options, all in the caller's write transaction (the log's foreign key has no cascade).
+    Return False when there was no such configuration."""
+    with conn.write("integrations"):
+        conn.run("DELETE FROM integration_deliveries WHERE integration_id = ?", [integration_id])
+        conn.run("DELETE FROM integration_events WHERE integration_id = ?", [integration_id])
+        conn.run("DELETE FROM integration_options WHERE integration_id = ?", [integration_id])
+        return conn.run("DELETE FROM integrations WHERE id = ?", [integration_id]) == 1

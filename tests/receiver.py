@@ -1,0 +1,170 @@
+"""A real webhook receiver on 127.0.0.1 for the delivery tests: a threaded HTTP server whose
+paths answer the ways receivers do, recording every request it gets.
+
+Paths (POST):
+
+- ``/ok``: 200.
+- ``/fail``: 500, always.
+- ``/flaky/<n>``: 500 for the first ``n`` requests to that path, then 200.
+- ``/busy/<seconds>``: 503 with ``Retry-After: <seconds>`` for the first request, then 200.
+- ``/gone``: 410.
+- ``/redirect``: 302 to ``http://169.254.169.254/latest/meta-data/`` (must not be followed).
+- ``/hang``: reads the request, then answers nothing until the receiver is closed (at most 30 s).
+- ``/trickle``: sends a valid status line and headers one byte every 0.2 s, for 20 s at most.
+- ``/slow/<ms>``: 200 after ``ms`` milliseconds.
+- ``/status/<code>``: that status.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+
+
+@dataclass
+class Received:
+    """One request as the receiver got it: when (monotonic s), method, path, headers (lower-case
+    names) and the raw body."""
+
+    at: float
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The reference server's capture overflowed a backlog of 5; deliveries must never see that.
+    request_queue_size = 128
+    allow_reuse_address = True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        receiver: Receiver = self.server.receiver  # type: ignore[attr-defined]
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        receiver._record(
+            Received(
+                time.monotonic(),
+                "POST",
+                self.path,
+                {k.lower(): v for k, v in self.headers.items()},
+                body,
+            )
+        )
+        parts = self.path.split("?")[0].strip("/").split("/")
+        kind = parts[0]
+        if kind == "ok":
+            self._answer(200)
+        elif kind == "fail":
+            self._answer(500)
+        elif kind == "flaky":
+            self._answer(500 if receiver.count(self.path) <= int(parts[1]) else 200)
+        elif kind == "busy":
+            if receiver.count(self.path) <= 1:
+                self._answer(503, {"Retry-After": parts[1]})
+            else:
+                self._answer(200)
+        elif kind == "gone":
+            self._answer(410)
+        elif kind == "redirect":
+            self._answer(302, {"Location": "http://169.254.169.254/latest/meta-data/"})
+        elif kind == "hang":
+            receiver.released.wait(30)
+        elif kind == "trickle":
+            answer = (
+                b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nX-Padding: " + b"x" * 200 + b"\r\n\r\nok"
+            )
+            deadline = time.monotonic() + 20
+            for byte in answer:
+                if receiver.released.is_set() or time.monotonic() > deadline:
+                    break
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    break
+                time.sleep(0.2)
+        elif kind == "slow":
+            time.sleep(int(parts[1]) / 1000)
+            self._answer(200)
+        elif kind == "status":
+            self._answer(int(parts[1]))
+        else:
+            self._answer(404)
+
+    def _answer(self, status: int, headers: dict[str, str] | None = None) -> None:
+        body = b"ok"
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@dataclass
+class Receiver:
+    """The receiver: ``url(path)``, ``requests`` (every one received), ``wait_for(n)``."""
+
+    requests: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self.released = threading.Event()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.receiver = self  # type: ignore[attr-defined]
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _record(self, request: Received) -> None:
+        with self._arrived:
+            self.requests.append(request)
+            self._arrived.notify_all()
+
+    def count(self, path: str | None = None) -> int:
+        """Requests received so far (to ``path``, when given)."""
+        with self._lock:
+            return sum(1 for r in self.requests if path is None or r.path == path)
+
+    def received(self, path: str | None = None) -> list[Received]:
+        with self._lock:
+            return [r for r in self.requests if path is None or r.path == path]
+
+    def wait_for(self, count: int, path: str | None = None, timeout: float = 10.0) -> list[Received]:
+        """Wait until ``count`` requests (to ``path``) have arrived, at most ``timeout`` s;
+        return those received."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                found = [r for r in self.requests if path is None or r.path == path]
+                remaining = deadline - time.monotonic()
+                if len(found) >= count or remaining <= 0:
+                    return found
+                self._arrived.wait(remaining)
+
+    def close(self) -> None:
+        self.released.set()
+        self._server.shutdown()
+        self._server.server_close()

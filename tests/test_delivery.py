@@ -1,0 +1,652 @@
+"""Delivering events to webhooks, against a real receiver on 127.0.0.1: at least once, off the
+request path, with retries, and every attempt one row of the integration's log (spec 4.1).
+
+Settings make retries happen in fractions of a second: timeout 1 s, retry schedule 0.1 s and
+0.2 s (three attempts in all), polling every 50 ms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sqlite3
+import time
+from datetime import timedelta
+
+import orjson
+import pytest
+from standardwebhooks import Webhook
+
+from flagadmin import delivery, events
+from flagadmin.config import Settings
+from flagadmin.store import connect, deliveries
+from flagadmin.store import events as store_events
+from flagadmin.timestamps import parse_rfc3339
+
+from helpers import ManualClock, auth
+from receiver import Receiver
+
+FAST = {
+    "integrations_allowed_hosts": ("127.0.0.1",),
+    "delivery_timeout": 1.0,
+    "delivery_retry_schedule": (0.1, 0.2),
+    "delivery_poll_interval": 0.05,
+}
+FAST_ENV = {
+    "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS": "127.0.0.1",
+    "FLAGADMIN_DELIVERY_TIMEOUT": "1",
+    "FLAGADMIN_DELIVERY_RETRY_SCHEDULE": "0.1s,0.2s",
+    "FLAGADMIN_DELIVERY_POLL_INTERVAL": "0.05",
+}
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+FINISHED = {"delivered", "failed", "cancelled"}
+
+
+@pytest.fixture
+def receiver():
+    started = Receiver()
+    yield started
+    started.close()
+
+
+@pytest.fixture
+def app(make_app, db):
+    """The app with fast delivery settings; the demo's own webhooks are disabled so that only
+    the test's configurations deliver."""
+    with db.write():
+        db.run("UPDATE integrations SET enabled = 0")
+    return make_app(**FAST)
+
+
+@pytest.fixture
+def worker(db_path):
+    """Start delivery threads on the test database: ``worker(**settings_changes)``."""
+    started: list[delivery.Worker] = []
+
+    def start(**changes) -> delivery.Worker:
+        running = delivery.Worker(str(db_path), Settings(**{**FAST, **changes})).start()
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.stop(grace=3)
+
+
+def create(client, token: str, url: str, **changes) -> int:
+    body = {
+        "provider": "webhook",
+        "enabled": True,
+        "parameters": {"url": url, **changes.pop("parameters", {})},
+        "events": ["feature-created"],
+        **changes,
+    }
+    response = client.post("/api/admin/addons", json=body, headers=auth(token))
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["id"]
+
+
+def change(db, **fields) -> int:
+    """A change that records a feature-created event (flag writes come in a later issue)."""
+    with db.write():
+        return events.record(
+            db, "feature-created", events.COMMAND_LINE, project="default", data={"name": "f"}, **fields
+        )
+
+
+def wait_until(check, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"not reached within {timeout} s")
+
+
+def finished(db, event_id: int, integration: int) -> dict:
+    def done():
+        found = [d for d in deliveries.of_event(db, event_id) if d["integration_id"] == integration]
+        return found[0] if found and found[0]["state"] in FINISHED else None
+
+    return wait_until(done)
+
+
+def log(client, token: str, integration: int, query: str = "?limit=100") -> list[dict]:
+    response = client.get(f"/api/admin/addons/{integration}/events{query}", headers=auth(token))
+    assert response.status_code == 200
+    return response.get_json()["integrationEvents"]
+
+
+def test_200__one_signed_post_and_one_success_row(client, admin_token, db, receiver, worker, assert_valid):
+    # Given
+    integration = create(
+        client,
+        admin_token,
+        receiver.url("/ok"),
+        parameters={
+            "authorization": "Bearer t0k",
+            "customHeaders": '{"X-Team": "release"}',
+            "secret": SECRET,
+        },
+    )
+    worker()
+    # When
+    event_id = change(db)
+    # Then: exactly one POST, with the reference server's headers and a Standard Webhooks signature
+    assert finished(db, event_id, integration)["state"] == "delivered"
+    (request,) = receiver.received("/ok")
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["authorization"] == "Bearer t0k"
+    assert request.headers["x-team"] == "release"
+    assert Webhook(SECRET).verify(request.body, request.headers) == store_events.get(db, event_id)
+    # the log row: success, the reference server's text, details {url, contentType, body}
+    response = client.get(f"/api/admin/addons/{integration}/events", headers=auth(admin_token))
+    assert_valid(response, "/api/admin/addons/{id}/events")
+    (row,) = response.get_json()["integrationEvents"]
+    assert (row["state"], row["stateDetails"]) == (
+        "success",
+        "Webhook request was successful with status code: 200.",
+    )
+    assert row["event"] == request.json()
+    assert row["details"]["url"] == receiver.url("/ok")
+    assert row["details"]["contentType"] == "application/json"
+    assert row["details"]["body"] == request.json()
+    assert (row["details"]["attempt"], row["details"]["maxAttempts"]) == (1, 3)
+    assert row["details"]["webhookId"] == request.headers["webhook-id"]
+
+
+def test_500_then_200__retried_with_the_same_webhook_id(client, admin_token, db, receiver, worker):
+    # Given
+    integration = create(client, admin_token, receiver.url("/flaky/1"), parameters={"secret": SECRET})
+    worker()
+    # When
+    event_id = change(db)
+    # Then
+    assert finished(db, event_id, integration)["attempts"] == 2
+    first, second = receiver.received("/flaky/1")
+    assert first.headers["webhook-id"] == second.headers["webhook-id"]
+    assert first.body == second.body
+    for request in (first, second):
+        Webhook(SECRET).verify(request.body, request.headers)
+    newest, oldest = log(client, admin_token, integration)
+    assert oldest["state"] == "failed"
+    lines = oldest["stateDetails"].split("\n")
+    assert lines[0] == "Webhook request failed with status code: 500."
+    assert lines[1].startswith("Will retry at ") and lines[1].endswith("(attempt 2 of 3).")
+    assert (newest["state"], newest["details"]["attempt"]) == ("success", 2)
+    assert int(newest["id"]) > int(oldest["id"])
+
+
+def test_always_500__three_attempts_then_given_up(client, admin_token, db, receiver, worker):
+    # Given
+    integration = create(client, admin_token, receiver.url("/fail"))
+    worker()
+    # When
+    event_id = change(db)
+    # Then
+    delivered = finished(db, event_id, integration)
+    assert (delivered["state"], delivered["attempts"]) == ("failed", 3)
+    rows = log(client, admin_token, integration)
+    assert [r["state"] for r in rows] == ["failed"] * 3
+    assert rows[0]["stateDetails"].split("\n") == [
+        "Webhook request failed with status code: 500.",
+        "Giving up after 3 attempts.",
+    ]
+    assert receiver.count("/fail") == 3
+
+
+def test_410__one_attempt_and_the_integration_disabled_by_the_system(
+    client, admin_token, db, receiver, worker
+):
+    # Given
+    integration = create(client, admin_token, receiver.url("/gone"))
+    worker()
+    # When
+    event_id = change(db)
+    # Then
+    assert finished(db, event_id, integration)["attempts"] == 1
+    (row,) = log(client, admin_token, integration)
+    assert row["stateDetails"].startswith("Webhook request failed with status code: 410.\n")
+    shown = client.get(f"/api/admin/addons/{integration}", headers=auth(admin_token)).get_json()
+    assert shown["enabled"] is False
+    event = store_events.latest(db, limit=1, type="addon-config-updated")[0]
+    assert (event["createdBy"], event["createdByUserId"]) == ("flagadmin-system", -1337)
+    assert (event["preData"]["enabled"], event["data"]["enabled"]) == (True, False)
+    assert receiver.count("/gone") == 1
+
+
+def test_302__not_followed_and_not_retried(client, admin_token, db, receiver, worker):
+    integration = create(client, admin_token, receiver.url("/redirect"))
+    worker()
+    event_id = change(db)
+    assert finished(db, event_id, integration)["state"] == "failed"
+    (row,) = log(client, admin_token, integration)
+    assert row["stateDetails"].split("\n") == [
+        "Webhook request failed with status code: 302.",
+        "Not retried: redirects to http://169.254.169.254/latest/meta-data/ are not followed; "
+        "point the URL at the final address.",
+    ]
+    assert receiver.count() == 1
+
+
+@pytest.mark.parametrize("path", ["/hang", "/trickle"])
+def test_hanging_or_trickling_receiver__cut_at_the_deadline_as_a_timeout(
+    client, admin_token, db, receiver, worker, path
+):
+    """A receiver that never answers, or sends its answer a byte at a time (a status line
+    arrives, but the whole answer would take 40 s), is cut at the 1 s deadline."""
+    # Given: no retries
+    integration = create(client, admin_token, receiver.url(path))
+    worker(delivery_retry_schedule=())
+    # When
+    event_id = change(db)
+    # Then
+    assert finished(db, event_id, integration)["state"] == "failed"
+    (row,) = log(client, admin_token, integration)
+    assert row["stateDetails"].split("\n") == [
+        "Webhook request failed: timed out after 1 s.",
+        "Giving up after 1 attempt.",
+    ]
+    assert row["details"]["status"] is None
+    assert row["details"]["durationMs"] < 10_000  # cut, not waited out (the trickle lasts 40 s)
+
+
+def test_closed_port__connection_refused_and_retried(client, admin_token, db, worker):
+    integration = create(client, admin_token, "http://127.0.0.1:9/closed")
+    worker()
+    event_id = change(db)
+    assert finished(db, event_id, integration)["attempts"] == 3
+    rows = log(client, admin_token, integration)
+    assert rows[-1]["stateDetails"].startswith("Webhook request failed: connection refused.\nWill retry at ")
+
+
+def test_custom_headers_not_json__sent_anyway_as_success_with_errors(
+    client, admin_token, db, receiver, worker
+):
+    integration = create(
+        client, admin_token, receiver.url("/ok"), parameters={"customHeaders": "this is {not json"}
+    )
+    worker()
+    event_id = change(db)
+    finished(db, event_id, integration)
+    (row,) = log(client, admin_token, integration)
+    assert row["state"] == "successWithErrors"
+    assert row["stateDetails"] == (
+        "Could not parse the JSON in the customHeaders parameter.\n"
+        "Webhook request was successful with status code: 200."
+    )
+    assert receiver.count("/ok") == 1
+
+
+def test_body_template__rendered_as_mustache_js_would(client, admin_token, db, receiver, worker):
+    # Given
+    template = (
+        '{"text": "{{event.type}} of {{event.data.name}} by {{event.createdBy}}", "raw": {{{eventJson}}}}'
+    )
+    integration = create(
+        client,
+        admin_token,
+        receiver.url("/ok"),
+        parameters={"bodyTemplate": template, "contentType": "text/plain"},
+    )
+    worker()
+    # When
+    event_id = change(db, feature_name="<b>&'")
+    # Then
+    finished(db, event_id, integration)
+    (request,) = receiver.received("/ok")
+    assert request.headers["content-type"] == "text/plain"
+    body = request.json()
+    assert body["text"] == "feature-created of f by flagadmin-cli"
+    assert orjson.loads(body["raw"]) == store_events.get(db, event_id)
+    (row,) = log(client, admin_token, integration)
+    assert row["details"]["body"] == request.body.decode()
+
+
+def test_body_template__escapes_like_mustache_js(client, admin_token, db, receiver, worker):
+    integration = create(
+        client, admin_token, receiver.url("/ok"), parameters={"bodyTemplate": "{{event.featureName}}"}
+    )
+    worker()
+    event_id = change(db, feature_name="<a href='/x'>&\"=`")
+    finished(db, event_id, integration)
+    (request,) = receiver.received("/ok")
+    assert request.body == b"&lt;a href&#x3D;&#39;&#x2F;x&#39;&gt;&amp;&quot;&#x3D;&#x60;"
+
+
+def test_template_too_expensive_for_the_event__failed_not_retried_nothing_sent(
+    client, admin_token, db, receiver, worker
+):
+    # Given: a template nesting sections over the event's tags, and an event with 60 tags
+    nested = "{{#event.tags}}" * 5 + "x" + "{{/event.tags}}" * 5
+    integration = create(client, admin_token, receiver.url("/ok"), parameters={"bodyTemplate": nested})
+    worker()
+    # When
+    event_id = change(db, tags=[{"type": "simple", "value": f"tag{i}"} for i in range(60)])
+    # Then
+    assert finished(db, event_id, integration)["state"] == "failed"
+    (row,) = log(client, admin_token, integration)
+    assert row["stateDetails"].startswith("Webhook request not sent: the bodyTemplate cannot be rendered")
+    assert receiver.count() == 0
+
+
+def test_retry_after__the_retry_waits_at_least_that_long(client, admin_token, db, receiver, worker):
+    # Given
+    integration = create(client, admin_token, receiver.url("/busy/3"))
+    worker()
+    # When
+    change(db)
+    # Then: the first row names a retry no sooner than 3 s after it
+    (row,) = wait_until(lambda: log(client, admin_token, integration))
+    assert row["stateDetails"].startswith("Webhook request failed with status code: 503.\nWill retry at ")
+    retry = parse_rfc3339(row["details"]["nextAttemptAt"])
+    assert (retry - parse_rfc3339(row["createdAt"])).total_seconds() >= 2.9
+
+
+def test_window_of_one__events_reach_the_receiver_in_order(client, admin_token, db, receiver, worker):
+    # Given: four worker threads, one integration (window 1, the default)
+    integration = create(client, admin_token, receiver.url("/slow/20"))
+    # When: ten changes, before the workers start
+    event_ids = [change(db) for _ in range(10)]
+    worker(delivery_workers=4)
+    # Then
+    finished(db, event_ids[-1], integration)
+    received = [r.json()["id"] for r in receiver.wait_for(10, "/slow/20")]
+    assert received == event_ids
+
+
+def test_config_change__the_next_event_goes_to_the_new_url(client, admin_token, db, receiver, worker):
+    # Given
+    integration = create(client, admin_token, receiver.url("/ok"))
+    body = client.get(f"/api/admin/addons/{integration}", headers=auth(admin_token)).get_json()
+    worker()
+    # When
+    body["parameters"] = {"url": receiver.url("/slow/1")}
+    fields = ("provider", "enabled", "parameters", "events", "projects", "environments")
+    response = client.put(
+        f"/api/admin/addons/{integration}", json={k: body[k] for k in fields}, headers=auth(admin_token)
+    )
+    assert response.status_code == 200
+    event_id = change(db)
+    # Then
+    finished(db, event_id, integration)
+    assert receiver.count("/slow/1") == 1 and receiver.count("/ok") == 0
+
+
+def test_disabled_after_queueing__cancelled_and_nothing_sent(client, admin_token, db, receiver, worker):
+    # Given: a delivery queued, then its integration disabled behind the API's back (another process)
+    integration = create(client, admin_token, receiver.url("/ok"))
+    event_id = change(db)
+    with db.write():
+        db.run("UPDATE integrations SET enabled = 0 WHERE id = ?", [integration])
+    # When
+    worker()
+    # Then
+    assert finished(db, event_id, integration)["state"] == "cancelled"
+    assert receiver.count() == 0
+    assert log(client, admin_token, integration) == []
+
+
+def test_deleted_during_the_attempt__nothing_recorded_no_error(client, admin_token, db, receiver, worker):
+    integration = create(client, admin_token, receiver.url("/slow/500"))
+    worker()
+    change(db)
+    receiver.wait_for(1, "/slow/500")
+    assert client.delete(f"/api/admin/addons/{integration}", headers=auth(admin_token)).status_code == 200
+    time.sleep(0.8)  # the attempt ends and finds its integration gone
+    assert db.value("SELECT count(*) FROM integration_events WHERE integration_id = ?", [integration]) == 0
+
+
+def test_test_endpoint__sample_sent_and_answered_with_its_row(
+    client, admin_token, db, receiver, assert_valid
+):
+    # Given
+    integration = create(
+        client, admin_token, receiver.url("/ok"), events=["feature-archived"], parameters={"secret": SECRET}
+    )
+    # When
+    response = client.post(f"/api/admin/addons/{integration}/test", headers=auth(admin_token))
+    # Then
+    assert response.status_code == 200
+    assert_valid(response, "/api/admin/addons/{id}/test", "post")
+    row = response.get_json()
+    assert (row["state"], row["integrationId"]) == ("success", integration)
+    (request,) = receiver.received("/ok")
+    sent = Webhook(SECRET).verify(request.body, request.headers)
+    assert sent["type"] == "feature-archived" and sent["createdBy"] == "admin"
+    assert log(client, admin_token, integration) == [row]
+
+
+def test_test_endpoint__failing_receiver__failed_row_never_retried(client, admin_token, db, receiver, worker):
+    integration = create(client, admin_token, receiver.url("/fail"))
+    worker()
+    response = client.post(f"/api/admin/addons/{integration}/test", headers=auth(admin_token))
+    assert response.status_code == 200
+    assert response.get_json()["stateDetails"].split("\n") == [
+        "Webhook request failed with status code: 500.",
+        "This was a test delivery: it is not retried.",
+    ]
+    time.sleep(0.5)
+    assert receiver.count("/fail") == 1
+
+
+# --- retention and the 4.1 pages ------------------------------------------------------------
+
+
+def test_retention__keep_three__newest_three_rows_gap_free(client, admin_token, db, receiver, worker):
+    # Given
+    integration = create(client, admin_token, receiver.url("/ok"), eventsKeep=3)
+    event_ids = [change(db) for _ in range(5)]
+    # When
+    worker()
+    finished(db, event_ids[-1], integration)
+    # Then
+    rows = log(client, admin_token, integration)
+    assert [r["event"]["id"] for r in rows] == event_ids[:1:-1]
+    seqs = [
+        r["seq"]
+        for r in db.all(
+            "SELECT seq FROM integration_events WHERE integration_id = ? ORDER BY seq", [integration]
+        )
+    ]
+    assert seqs == [3, 4, 5]
+    pages = [log(client, admin_token, integration, f"?limit=2&offset={o}") for o in (0, 2, 4)]
+    assert [r["id"] for page in pages for r in page] == [r["id"] for r in rows]
+
+
+def test_retention__prune_without_a_new_row__cached_page_never_shows_deleted_rows(client, admin_token, db):
+    """The page cache is keyed by the log's head and its low-water mark: pruning the oldest rows
+    (the head unchanged) must make the old page unreachable."""
+    # Given: the oldest page of integration 1 (79 seeded rows), read once (and cached)
+    oldest = log(client, admin_token, 1, "?limit=10&offset=75")
+    assert len(oldest) == 4
+    # When: retention keeps 75 rows (the sweep, as the worker runs it)
+    policy = dataclasses.replace(delivery.Policy.from_settings(Settings(**FAST)), keep=75)
+    assert delivery.sweep(db, policy, ManualClock()) == 4
+    # Then
+    assert log(client, admin_token, 1, "?limit=10&offset=75") == []
+    assert len(log(client, admin_token, 1, "?limit=1000")) == 75
+
+
+def test_retention__rows_older_than_the_max_age_go_oldest_first_newest_kept(client, admin_token, db):
+    # Given: integration 2's seeded rows, and a clock a minute after its 40th oldest row
+    rows = db.all("SELECT seq, created_at FROM integration_events WHERE integration_id = 2 ORDER BY seq")
+    clock = ManualClock(parse_rfc3339(rows[39]["created_at"]))
+    clock.advance(60)
+    policy = dataclasses.replace(delivery.Policy.from_settings(Settings(**FAST)), max_age=60.0)
+    # When
+    delivery.sweep(db, policy, clock)
+    # Then: exactly the rows created more than 60 s before the clock are gone, a prefix
+    kept = [
+        r["seq"] for r in db.all("SELECT seq FROM integration_events WHERE integration_id = 2 ORDER BY seq")
+    ]
+    cutoff = clock.now_rfc3339(timedelta(seconds=-60))
+    young = [r["seq"] for r in rows if r["created_at"] >= cutoff]
+    assert kept == (young or [rows[-1]["seq"]])
+    assert kept == list(range(kept[0], rows[-1]["seq"] + 1))
+    # and with everything too old, the newest row stays
+    clock.advance(365 * 86400)
+    delivery.sweep(db, policy, clock)
+    assert [r["seq"] for r in db.all("SELECT seq FROM integration_events WHERE integration_id = 2")] == [
+        rows[-1]["seq"]
+    ]
+
+
+# --- the command line and the server ---------------------------------------------------------
+
+
+def test_deliver_once__delivers_what_is_due_and_exits(client, admin_token, db, db_path, receiver, runner):
+    from flagadmin.cli import cli
+
+    integration = create(client, admin_token, receiver.url("/ok"))
+    event_id = change(db)
+    # When
+    result = runner.invoke(cli, ["deliver", "--once", "--db", str(db_path)], env=FAST_ENV)
+    # Then
+    assert result.exit_code == 0, result.output
+    assert "1 delivery attempt made." in result.output
+    assert finished(db, event_id, integration)["state"] == "delivered"
+
+
+def test_serve__bad_delivery_setting__exits_naming_the_variable(db_path):
+    from helpers import flagadmin
+
+    result = flagadmin("serve", "--db", str(db_path), env={"FLAGADMIN_DELIVERY_RETRY_SCHEDULE": "5s,soon"})
+    assert result.returncode != 0
+    assert "FLAGADMIN_DELIVERY_RETRY_SCHEDULE" in result.stderr
+
+
+def test_serve__sigkill_with_deliveries_in_flight__all_delivered_after_restart(
+    live_server, db_path, receiver, make_token
+):
+    """At least once across a crash: the deliveries claimed when the server was SIGKILLed are
+    attempted again once their lease ends; none is lost, the database is sound."""
+    # Given: a server delivering to a slow receiver (0.3 s an answer), with 4 threads
+    admin = make_token("admin")
+    with connect(db_path) as db, db.write():
+        db.run("UPDATE integrations SET enabled = 0")
+    env = {**FAST_ENV, "FLAGADMIN_DELIVERY_WORKERS": "4"}
+    server = live_server(env=env)
+    body = {
+        "provider": "webhook",
+        "enabled": True,
+        "parameters": {"url": receiver.url("/slow/300")},
+        "events": ["addon-config-created", "addon-config-updated"],
+        "maxInFlight": 3,
+    }
+    headers = {**auth(admin), "Content-Type": "application/json"}
+    reply = server.request("POST", "/api/admin/addons", headers, orjson.dumps(body))
+    assert reply.status == 201
+    # When: 20 changes answered at once, off the request path (each event queued, not sent) ...
+    for n in range(20):
+        disabled = {**body, "enabled": False, "description": f"change {n}"}
+        assert server.request("POST", "/api/admin/addons", headers, orjson.dumps(disabled)).status == 201
+    with connect(db_path) as db:
+        queued_when_answered = deliveries.unfinished_count(db)
+    # ... and the server killed while deliveries are in flight
+    receiver.wait_for(4, timeout=10)
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(10)
+    killed_at = receiver.count()
+    restarted = live_server(env=env)
+    # Then: every event reaches the receiver (some twice: at least once), nothing is lost
+    with connect(db_path) as db:
+        wanted = {e["id"] for e in store_events.latest(db, limit=100) if e["type"] == "addon-config-created"}
+
+    def all_delivered() -> bool:
+        seen = {r.json()["id"] for r in receiver.received()}
+        return wanted <= seen
+
+    wait_until(all_delivered, timeout=30)
+    assert killed_at < 21, "the kill came too late to catch deliveries in flight"
+    assert queued_when_answered > 0, "the changes waited for their deliveries"
+
+    def states() -> dict[str, int]:
+        conn = sqlite3.connect(db_path)
+        try:
+            return dict(conn.execute("SELECT state, count(*) FROM integration_deliveries GROUP BY state"))
+        finally:
+            conn.close()
+
+    final = wait_until(lambda: (found := states()) and set(found) == {"delivered"} and found)
+    assert final["delivered"] >= len(wanted)
+    assert restarted.request("GET", "/api/admin/addons", auth(admin)).status == 200
+    restarted.stop()
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("FLAGADMIN_DELIVERY_TIMEOUT", "0"),
+        ("FLAGADMIN_DELIVERY_TIMEOUT", "ten"),
+        ("FLAGADMIN_DELIVERY_RETRY_SCHEDULE", "5s,soon"),
+        ("FLAGADMIN_DELIVERY_RETRY_SCHEDULE", "5s,,5m"),
+        ("FLAGADMIN_DELIVERY_RETRY_SCHEDULE", "8d"),
+        ("FLAGADMIN_DELIVERY_WORKERS", "-1"),
+        ("FLAGADMIN_DELIVERY_MAX_IN_FLIGHT", "0"),
+        ("FLAGADMIN_INTEGRATION_EVENTS_KEEP", "0"),
+        ("FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE", "30 days"),
+        ("FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE", "PT0S"),
+        ("FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE", "maybe"),
+        ("FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS", "hooks.example.com, not a host"),
+    ],
+)
+def test_settings__bad_value__refused_naming_the_variable(name, value):
+    from flagadmin.config import SettingsError, settings_from_env
+
+    with pytest.raises(SettingsError, match=name):
+        settings_from_env({name: value})
+
+
+def test_settings__documented_defaults__the_issue_s_schedule_and_limits():
+    from flagadmin.config import settings_from_env
+
+    settings = settings_from_env({})
+    assert settings.delivery_retry_schedule == (5, 300, 1800, 7200, 18000, 36000)
+    assert (settings.delivery_timeout, settings.integration_events_keep) == (10, 10_000)
+    assert settings.integration_events_max_age == 30 * 86400
+    assert settings.integrations_allow_private is False and settings.integrations_allowed_hosts == ()
+    custom = settings_from_env(
+        {
+            "FLAGADMIN_DELIVERY_RETRY_SCHEDULE": "100ms,0.5s,2m",
+            "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS": "A.test,b",
+        }
+    )
+    assert custom.delivery_retry_schedule == (0.1, 0.5, 120)
+    assert custom.integrations_allowed_hosts == ("a.test", "b")
+
+
+def test_request_gauge__a_request_in_progress__background_work_waits_for_a_pause():
+    """serve's delivery threads wait (a bounded time) for a pause in API requests before each
+    attempt, so that a burst of requests keeps the CPU (web/inflight.py)."""
+    import threading
+
+    from flagadmin.web.inflight import RequestGauge
+
+    # Given: a WSGI app whose answer is held until released
+    release = threading.Event()
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        release.wait(5)
+        return [b"ok"]
+
+    gauge = RequestGauge(app)
+    answered: list = []
+    caller = threading.Thread(target=lambda: answered.append(gauge({}, lambda *a: None)))
+    caller.start()
+    wait_until(lambda: gauge.in_progress == 1)
+    # When / Then: busy, then quiet once the answer is closed
+    assert gauge.wait_idle(0.05, quiet=0.01) is False
+    release.set()
+    caller.join(5)
+    assert gauge.in_progress == 1  # the server has not closed the answer yet
+    answered[0].close()
+    assert gauge.in_progress == 0
+    assert gauge.wait_idle(5, quiet=0.01) is True
