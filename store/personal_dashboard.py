@@ -1,9 +1,15 @@
-"""The personal dashboard (spec 4.2): four queries whatever the size of the data."""
+"""The personal dashboard (spec 4.2): four queries whatever the size of the data.
+
+Roles are effective ones (issue 9): project roles come from the ``project_roles`` view (direct
+and SCIM-group-granted, active users only), and a user is an admin when its own root role or
+one of its groups' is Admin.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .directory import DISPLAY_NAME
 from .engine import Connection
 from .visibility import visible
 
@@ -31,7 +37,14 @@ _STALE_BEFORE = (
     " strftime('%Y-%m-%dT%H:%M:%fZ', :now, '-' || lifetime_days || ' days') AS moment"
     " FROM feature_types WHERE lifetime_days IS NOT NULL)"
 )
-_MY_PROJECTS = "SELECT project_id FROM project_members WHERE user_id = :user_id"
+_MY_PROJECTS = "SELECT project_id FROM project_roles WHERE user_id = :user_id"
+#: (project, user) of every role in the caller's projects, direct or through a group. Each arm
+#: of ``project_roles`` is filtered on its own: SQLite pushes no ``IN (subquery)`` into a
+#: UNION view, and the whole view would be read.
+_ROLES_IN_MY_PROJECTS = (
+    f"SELECT project_id, user_id FROM direct_project_roles WHERE project_id IN ({_MY_PROJECTS})"
+    f" UNION ALL SELECT project_id, user_id FROM granted_project_roles WHERE project_id IN ({_MY_PROJECTS})"
+)
 
 
 def projects(conn: Connection, user_id: int, now: str) -> list[dict[str, Any]]:
@@ -41,12 +54,13 @@ def projects(conn: Connection, user_id: int, now: str) -> list[dict[str, Any]]:
     counts distinct users with a role; ``featureCount`` live flags; ``health`` is 100 minus
     the percentage (rounded half up) of live flags that are stale or potentially stale (at
     least their type's lifetime old), 100 for a project without flags. One query, answered
-    from indexes (``features_project_health``, ``project_members_user``).
+    from indexes (``features_project_health``, ``project_members_user``, and for roles granted
+    through groups ``directory_group_members_user``, ``group_project_roles``).
     """
     rows = conn.all(
         f"WITH {_STALE_BEFORE},"
-        f" members AS (SELECT project_id, count(DISTINCT user_id) AS n FROM project_members"
-        f"   WHERE project_id IN ({_MY_PROJECTS}) GROUP BY project_id),"
+        f" members AS (SELECT project_id, count(DISTINCT user_id) AS n FROM ({_ROLES_IN_MY_PROJECTS})"
+        "   GROUP BY project_id),"
         " live AS (SELECT f.project_id, count(*) AS n,"
         "   sum(f.stale OR f.created_at <= s.moment) AS unhealthy"
         "   FROM features f LEFT JOIN stale_before s ON s.type = f.type"
@@ -89,10 +103,14 @@ def health(live_flags: int, unhealthy_flags: int) -> int:
 
 
 def admins(conn: Connection) -> list[dict[str, Any]]:
-    """Users whose root role is Admin, by id: ``{"id", "name", "username", "imageUrl", "email"}``."""
+    """Active users whose effective root role is Admin (their own, or one of their SCIM
+    groups'), by id: ``{"id", "name", "username", "imageUrl", "email"}``; ``name`` is the
+    displayed name (:data:`~flagadmin.store.directory.DISPLAY_NAME`)."""
     return conn.all(
-        "SELECT id, name, username, image_url AS imageUrl, email FROM users"
-        " WHERE root_role = 'Admin' ORDER BY id"
+        f"SELECT u.id, {DISPLAY_NAME} AS name, u.username, u.image_url AS imageUrl, u.email FROM users u"
+        " WHERE coalesce(u.active, 1) = 1 AND (u.root_role = 'Admin'"
+        "   OR u.id IN (SELECT user_id FROM group_granted_root_roles WHERE root_role = 'Admin'))"
+        " ORDER BY u.id"
     )
 
 
@@ -100,12 +118,13 @@ def project_owners(conn: Connection, user_id: int, sees_all: bool) -> list[dict[
     """Owners of the projects the caller sees, each once, by displayed name.
 
     Items: ``{"ownerType": "user", "name": str, "imageUrl": str|None, "email": str|None}``;
-    ``name`` falls back to the username, then the email.
+    ``name`` is the displayed name (:data:`~flagadmin.store.directory.DISPLAY_NAME`), else the
+    username, else the email. Owners by direct role or through a SCIM group count alike.
     """
     return conn.all(
-        "SELECT 'user' AS ownerType, coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS name,"
+        f"SELECT 'user' AS ownerType, coalesce({DISPLAY_NAME}, nullif(u.username, ''), u.email) AS name,"
         " u.image_url AS imageUrl, u.email FROM users u"
-        " WHERE u.id IN (SELECT user_id FROM project_members"
+        " WHERE u.id IN (SELECT user_id FROM project_roles"
         f"   WHERE role = 'Owner' AND {visible('project_id')})"
         " ORDER BY name, u.id",
         {"user_id": user_id, "sees_all": int(sees_all)},

@@ -130,16 +130,19 @@ class Caller:
 def find_caller(conn: Connection, token: str, now: str) -> Caller | None:
     """Return the :class:`Caller` that ``token`` authenticates at ``now``, or None.
 
-    Revoked tokens, tokens expired at ``now`` and personal tokens of removed users
-    authenticate nobody.
+    Revoked tokens, tokens expired at ``now`` and personal tokens of removed, deactivated or
+    deleted users (SCIM, issue 9) authenticate nobody. A personal token's ``root_role`` is its
+    user's effective one: the highest of its own and its SCIM groups' (``user_root_roles``).
     """
     row = conn.one(
-        "SELECT t.id AS token_id, t.kind, t.user_id, COALESCE(u.root_role, 'Admin') AS root_role,"
+        "SELECT t.id AS token_id, t.kind, t.user_id, COALESCE(r.root_role, 'Admin') AS root_role,"
         " u.username, t.last_used_at, t.expires_at"
         " FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id"
+        " LEFT JOIN user_root_roles r ON r.user_id = t.user_id"
         " WHERE t.digest = ? AND t.revoked_at IS NULL"
         " AND (t.expires_at IS NULL OR t.expires_at > ?)"
-        " AND (t.kind = 'admin' OR u.id IS NOT NULL)",
+        " AND (t.kind = 'admin'"
+        "   OR (u.id IS NOT NULL AND coalesce(u.active, 1) = 1 AND u.deleted_at IS NULL))",
         [digest(token), now],
     )
     return None if row is None else Caller(**row)
@@ -188,3 +191,22 @@ def revoke(conn: Connection, token_id: int) -> tuple[str, bool] | None:
         )
         revoked_at = conn.value("SELECT revoked_at FROM api_tokens WHERE id = ?", [token_id])
     return None if revoked_at is None else (revoked_at, changed == 1)
+
+
+# --- issue 8: tokens named in their events ---------------------------------------------------
+
+
+def describe(conn: Connection, token_id: int) -> dict[str, Any] | None:
+    """What an event records of token ``token_id`` (never the token or its digest):
+    ``{id, name, kind, userId, username, createdAt, expiresAt}``, or None."""
+    return conn.one(
+        "SELECT t.id, t.name, t.kind, t.user_id AS userId, u.username, t.created_at AS createdAt,"
+        " t.expires_at AS expiresAt FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id"
+        " WHERE t.id = ?",
+        [token_id],
+    )
+
+
+def id_of(conn: Connection, token: str) -> int | None:
+    """The id of the stored token ``token`` (found by its digest), or None."""
+    return conn.value("SELECT id FROM api_tokens WHERE digest = ?", [digest(token)])

@@ -1,0 +1,414 @@
+"""The SCIM 2.0 protocol as flagadmin speaks it (RFC 7643, RFC 7644), on scim2-models.
+
+What is here is protocol only, no storage: the resource models of what flagadmin keeps
+(:class:`User`, :class:`Group`; their ``/Schemas`` are generated from them, so the schemas
+cannot claim an attribute flagadmin does not keep), the tolerances that let the dialects of
+real identity providers through (:data:`POLICY`), the discovery documents, the limits, the
+parsing of requests (JSON body, paging, ``attributes``, ``filter``) and the one way errors are
+written (:func:`error_body`).
+
+Decisions where the RFCs leave a choice (see the README, "SCIM provisioning"):
+
+- Unknown attributes and schema URNs (the enterprise extension, Entra's ADSCIM group schema,
+  Okta's ``password``, ``locale``) are accepted and ignored, never refused.
+- A ``remove`` that carries a ``value`` removes those values (Microsoft Entra without
+  ``aadOptscim062020``, authentik); a path filter that matches nothing in an ``add`` or
+  ``replace`` adds the value it describes (Entra's ``emails[type eq "work"].value``).
+- ``op`` is case-insensitive and ``"False"``/``"True"`` strings are booleans (Entra).
+- A user has at most one email: the primary one, else the first ``work`` one, else the first.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+import orjson
+from pydantic import Field, ValidationError
+from scim2_models import (
+    URN,
+    AuthenticationScheme,
+    Bulk,
+    CaseExact,
+    ChangePassword,
+    ComplexAttribute,
+    Context,
+    Error,
+    ETag,
+    Filter,
+    InvalidFilterException,
+    InvalidSyntaxException,
+    InvalidValueException,
+    Meta,
+    Mutability,
+    Pagination,
+    Patch,
+    Reference,
+    Required,
+    Resource,
+    ResourceType,
+    ResponseParameters,
+    SCIMException,
+    ScimFilter,
+    ScimPolicy,
+    ServiceProviderConfig,
+    Sort,
+    Uniqueness,
+)
+
+MEDIA_TYPE = "application/scim+json"
+USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"
+GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
+LIST_RESPONSE_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+
+#: Resources per list page at most (``filter.maxResults``, ``pagination.maxPageSize``); also
+#: the page size when a request gives no ``count``.
+MAX_RESULTS = 200
+#: Request bodies larger than this are refused with 413 (a PUT of a 10,000-member group is
+#: about 600 KB).
+MAX_BODY_BYTES = 2 * 1024 * 1024
+#: JSON nesting deeper than this is refused (the deepest real payload, a PATCH adding members,
+#: is 5 levels deep).
+MAX_JSON_DEPTH = 12
+#: Operations per PATCH request at most (authentik sends one per member when it may).
+MAX_OPERATIONS = 10_000
+#: Members one request may name at most; a group may hold more.
+MAX_MEMBERS = 100_000
+#: Characters of a filter at most.
+MAX_FILTER_LENGTH = 4_096
+#: Characters of one string attribute at most (userName, names, emails, externalId).
+MAX_STRING = 1_024
+#: A page of groups with their members holds about this many members at most: the page ends
+#: before the group that would pass it (``itemsPerPage`` says how many groups came).
+MAX_MEMBERS_PER_PAGE = 100_000
+
+#: How flagadmin reads what identity providers send: everything RFC 7644 allows, plus the
+#: tolerances of the module docstring.
+POLICY = ScimPolicy(
+    unknown=ScimPolicy.Unknown.ignore,
+    remove_value_as_filter=ScimPolicy.RemoveValue.apply,
+    unmatched_path_filter=ScimPolicy.UnmatchedPathFilter.create,
+)
+
+
+# --- the resources flagadmin keeps (RFC 7643 sections 4.1, 4.2) ------------------------------
+
+
+class UserName(ComplexAttribute):
+    """The parts of a user's name that flagadmin keeps."""
+
+    formatted: str | None = None
+    """The full name, formatted for display."""
+
+    family_name: str | None = None
+    """The family name (last name in most Western languages)."""
+
+    given_name: str | None = None
+    """The given name (first name in most Western languages)."""
+
+
+class UserEmail(ComplexAttribute):
+    """A user's email. flagadmin keeps one per user (the primary one)."""
+
+    value: str | None = None
+    """The email address."""
+
+    type: str | None = Field(None, examples=["work", "home", "other"])
+    """What the address is for, e.g. 'work'."""
+
+    primary: bool | None = None
+    """Whether it is the user's preferred address."""
+
+
+class UserGroup(ComplexAttribute):
+    """A group the user is a member of (read-only: groups change through /Groups)."""
+
+    value: Annotated[str | None, Mutability.read_only, CaseExact.true] = None
+    """The group's id."""
+
+    ref: Annotated[Reference[Group] | None, Mutability.read_only] = Field(
+        None, serialization_alias="$ref", validation_alias="$ref"
+    )
+    """The group's URI."""
+
+    display: Annotated[str | None, Mutability.read_only] = None
+    """The group's displayName."""
+
+
+class User(Resource[Any]):
+    """A flagadmin user: who may call the admin API with a personal access token."""
+
+    __schema__ = URN(USER_SCHEMA)
+
+    user_name: Annotated[str | None, Uniqueness.server, Required.true] = None
+    """Unique identifier of the user, whatever its case (flagadmin's username)."""
+
+    name: UserName | None = None
+    """The components of the user's real name."""
+
+    Name: ClassVar[type[ComplexAttribute]] = UserName
+
+    display_name: str | None = None
+    """The name of the user, shown to other users (the personal dashboard's admins and owners)."""
+
+    active: bool | None = None
+    """False: the user is deactivated, its personal access tokens are revoked. Unset: active."""
+
+    emails: list[UserEmail] | None = None
+    """The user's email; flagadmin keeps one (the primary one)."""
+
+    Emails: ClassVar[type[ComplexAttribute]] = UserEmail
+
+    groups: Annotated[list[UserGroup] | None, Mutability.read_only] = None
+    """The groups the user is a member of."""
+
+    Groups: ClassVar[type[ComplexAttribute]] = UserGroup
+
+
+class GroupMember(ComplexAttribute):
+    """A member of a group: a user (flagadmin has no nested groups)."""
+
+    value: Annotated[str | None, Mutability.immutable, CaseExact.true] = None
+    """The member user's id."""
+
+    ref: Annotated[Reference[User] | None, Mutability.immutable] = Field(
+        None, serialization_alias="$ref", validation_alias="$ref"
+    )
+    """The member user's URI."""
+
+    type: Annotated[str | None, Mutability.immutable] = Field(None, examples=["User"])
+    """Always 'User'."""
+
+    display: str | None = None
+    """The member's display text as the client sent it, else the user's displayed name."""
+
+
+class Group(Resource[Any]):
+    """A group of users; the roles it grants are set in flagadmin (flagadmin group-role)."""
+
+    __schema__ = URN(GROUP_SCHEMA)
+
+    display_name: Annotated[str | None, Required.true, Uniqueness.server] = None
+    """The group's name, unique whatever its case; role mappings name groups by it."""
+
+    members: list[GroupMember] | None = None
+    """The group's members."""
+
+    Members: ClassVar[type[ComplexAttribute]] = GroupMember
+
+
+User.model_rebuild()
+Group.model_rebuild()
+UserGroup.model_rebuild()
+GroupMember.model_rebuild()
+
+#: Resource models by resource type name.
+MODELS: dict[str, type[Resource[Any]]] = {"User": User, "Group": Group}
+ENDPOINTS = {"User": "/Users", "Group": "/Groups"}
+
+
+# --- errors (RFC 7644 section 3.12) ------------------------------------------------------------
+
+
+def scim_error(status: int, detail: str, scim_type: str | None = None) -> SCIMException:
+    """A :class:`scim2_models.SCIMException` for any status, including those no class of
+    scim2-models stands for (413, 415, 429, 500, 501, 503)."""
+    return SCIMException.from_error(Error(status=status, scim_type=scim_type, detail=detail))
+
+
+def as_scim_exception(exc: Exception) -> SCIMException:
+    """The SCIM error a failure to read a request stands for: scim2-models' exceptions as they
+    are, pydantic validation errors as their first problem (``invalidValue``,
+    ``invalidSyntax``, ``mutability``...), anything else as ``invalidSyntax``."""
+    if isinstance(exc, SCIMException):
+        return exc
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        if errors:
+            error = Error.from_validation_error(errors[0])
+            if len(errors) > 1:
+                error.detail = f"{error.detail} (and {len(errors) - 1} more problems)"
+            return SCIMException.from_error(error)
+    return InvalidSyntaxException(detail=str(exc) or type(exc).__name__)
+
+
+def error_body(exc: SCIMException) -> dict[str, Any]:
+    """The RFC 7644 error body of ``exc``: ``schemas``, ``status`` as a string, ``scimType``
+    (when there is one) and ``detail``."""
+    return exc.to_error().model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+
+
+# --- discovery (RFC 7644 section 4) ------------------------------------------------------------
+
+
+def service_provider_config(base_url: str) -> dict[str, Any]:
+    """``/ServiceProviderConfig``: what flagadmin supports, truthfully: PATCH, filters
+    (``maxResults`` :data:`MAX_RESULTS`), index paging; no bulk, sort, ETags or password
+    changes."""
+    config = ServiceProviderConfig(
+        documentation_uri=None,
+        patch=Patch(supported=True),
+        bulk=Bulk(supported=False, max_operations=0, max_payload_size=0),
+        filter=Filter(supported=True, max_results=MAX_RESULTS),
+        change_password=ChangePassword(supported=False),
+        sort=Sort(supported=False),
+        etag=ETag(supported=False),
+        pagination=Pagination(
+            cursor=False,
+            index=True,
+            default_pagination_method="index",
+            default_page_size=MAX_RESULTS,
+            max_page_size=MAX_RESULTS,
+        ),
+        authentication_schemes=[
+            AuthenticationScheme(
+                type="oauthbearertoken",
+                name="SCIM token",
+                description="The token from POST /api/admin/scim-settings/generate-new-token, sent as "
+                "'Authorization: Bearer <token>'. Generating a new token revokes the previous one.",
+                primary=True,
+            )
+        ],
+        meta=Meta(resource_type="ServiceProviderConfig", location=f"{base_url}/ServiceProviderConfig"),
+    )
+    return config.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+
+
+def resource_types(base_url: str) -> list[dict[str, Any]]:
+    """``/ResourceTypes``: User at ``/Users`` and Group at ``/Groups``, without extensions
+    (the enterprise extension is accepted and ignored, so it is not announced)."""
+    documents = []
+    for name, model in MODELS.items():
+        resource_type = ResourceType(
+            id=name,
+            name=name,
+            endpoint=ENDPOINTS[name],
+            description=(model.__doc__ or name).strip(),
+            schema_=URN(str(model.__schema__)),
+            meta=Meta(resource_type="ResourceType", location=f"{base_url}/ResourceTypes/{name}"),
+        )
+        documents.append(resource_type.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+    return documents
+
+
+def schemas(base_url: str) -> list[dict[str, Any]]:
+    """``/Schemas``: the schemas of :class:`User` and :class:`Group`, generated from the models
+    (so they list exactly the attributes flagadmin keeps)."""
+    documents = []
+    for name, model in MODELS.items():
+        schema = model.to_schema()
+        schema.name = name
+        schema.description = (model.__doc__ or name).strip()
+        schema.meta = Meta(resource_type="Schema", location=f"{base_url}/Schemas/{model.__schema__}")
+        documents.append(schema.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+    return documents
+
+
+# --- reading requests ----------------------------------------------------------------------------
+
+
+def parse_json(data: bytes) -> Any:
+    """The JSON document of a request body.
+
+    :raise SCIMException: 400 ``invalidSyntax`` when the body is empty, not JSON, or nested
+        deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    if not data.strip():
+        raise InvalidSyntaxException(detail="The request needs a JSON body; it had none.")
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidSyntaxException(detail=f"The request body is not valid JSON: {exc}") from exc
+    if _depth(document) > MAX_JSON_DEPTH:
+        raise InvalidSyntaxException(
+            detail=f"The request body is nested more than {MAX_JSON_DEPTH} levels deep."
+        )
+    if not isinstance(document, dict):
+        raise InvalidSyntaxException(detail="The request body must be a JSON object.")
+    return document
+
+
+def _depth(document: Any) -> int:
+    """How deeply ``document`` nests (a scalar: 0), without recursion."""
+    deepest = 0
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_JSON_DEPTH:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _integer(args: dict[str, str], name: str) -> int | None:
+    text = args.get(name)
+    if text is None or not text.strip():
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise InvalidValueException(detail=f"{name} must be an integer; it was {text[:50]!r}.") from None
+
+
+def paging(args: dict[str, str]) -> tuple[int, int]:
+    """``(startIndex, count)`` of a list request (RFC 7644 section 3.4.2.4): ``startIndex`` is
+    1-based (below 1: 1), ``count`` defaults to and is capped at :data:`MAX_RESULTS` (negative:
+    0, which asks for the total alone).
+
+    :raise SCIMException: 400 ``invalidValue`` when either is not an integer.
+    """
+    start = _integer(args, "startIndex")
+    count = _integer(args, "count")
+    start = 1 if start is None or start < 1 else start
+    count = MAX_RESULTS if count is None else min(max(count, 0), MAX_RESULTS)
+    return start, count
+
+
+def response_parameters(model: type[Resource[Any]], args: dict[str, Any]) -> ResponseParameters[Any]:
+    """The ``attributes`` / ``excludedAttributes`` of a request (RFC 7644 section 3.9).
+
+    :raise SCIMException: 400 when both are given or one is not a list of attribute paths.
+    """
+    values = {key: args[key] for key in ("attributes", "excludedAttributes") if args.get(key)}
+    try:
+        return ResponseParameters[model].model_validate(values)
+    except (ValidationError, SCIMException) as exc:
+        raise as_scim_exception(exc) from exc
+
+
+def parse_filter(model: type[Resource[Any]], text: str) -> Any:
+    """The syntax tree of the ``filter`` ``text`` on ``model`` (RFC 7644 section 3.4.2.2).
+
+    :raise SCIMException: 400 ``invalidFilter`` when it does not parse, is longer than
+        :data:`MAX_FILTER_LENGTH`, or compares a value of the wrong type.
+    """
+    if len(text) > MAX_FILTER_LENGTH:
+        raise InvalidFilterException(detail=f"The filter is longer than {MAX_FILTER_LENGTH} characters.")
+    try:
+        return ScimFilter[model](text).ast
+    except SCIMException as exc:
+        raise InvalidFilterException(detail=f"Invalid filter {text[:200]!r}: {exc.detail}") from exc
+    except (ValidationError, ValueError, RecursionError) as exc:
+        raise InvalidFilterException(detail=f"Invalid filter {text[:200]!r}: {exc}") from exc
+
+
+def dump(resource: Resource[Any], parameters: ResponseParameters[Any] | None = None) -> dict[str, Any]:
+    """``resource`` as a response body, with the attributes ``parameters`` select."""
+    return resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=parameters)
+
+
+def list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ListResponse (RFC 7644 section 3.4.2) of already dumped ``resources``."""
+    return {
+        "schemas": [LIST_RESPONSE_SCHEMA],
+        "totalResults": total,
+        "startIndex": start,
+        "itemsPerPage": len(resources),
+        "Resources": resources,
+    }
