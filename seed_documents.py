@@ -1,8 +1,8 @@
 """Seed documents: their format, validated with marshmallow, and how they are loaded.
 
 A seed document is one JSON object whose keys are all optional: ``users``, ``projects``,
-``features``, ``favorites``, ``integrations``, ``integrationEvents`` (field names are the API's
-camelCase names; the README documents the format). :func:`load_documents` validates every
+``environments``, ``features``, ``favorites``, ``integrations``, ``integrationEvents`` (field
+names are the API's camelCase names; the README documents the format). :func:`load_documents` validates every
 document of one call and writes all of them in one transaction, or refuses and writes nothing;
 :func:`load_files` reads files and folders of them first.
 
@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from .features import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from .records import EventSchema
 from .spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
 from .store import Connection
@@ -71,6 +72,21 @@ class EnvironmentSeed(Schema):
     lastSeenAt = Timestamp(allow_none=True, load_default=None)
 
 
+class InstallEnvironmentSeed(Schema):
+    """An environment of the install (issue 10); the environments that flags name are added
+    with the defaults when no document declares them."""
+
+    name = fields.String(
+        required=True,
+        validate=[
+            validate.Length(min=1, max=NAME_MAX_LENGTH),
+            validate.Regexp(NAME_PATTERN, error=NAME_RULE),
+        ],
+    )
+    type = fields.String(load_default="development", validate=validate.OneOf(ENVIRONMENT_TYPES))
+    sortOrder = fields.Integer(strict=True, load_default=0, validate=validate.Range(-(2**31), 2**31 - 1))
+
+
 class FeatureSeed(Schema):
     name = fields.String(required=True, validate=_TEXT)
     project = fields.String(required=True, validate=_TEXT)
@@ -120,6 +136,7 @@ class SeedDocument(Schema):
 
     users = fields.List(fields.Nested(UserSeed), load_default=list)
     projects = fields.List(fields.Nested(ProjectSeed), load_default=list)
+    environments = fields.List(fields.Nested(InstallEnvironmentSeed), load_default=list)
     features = fields.List(fields.Nested(FeatureSeed), load_default=list)
     favorites = fields.List(fields.Nested(FavoriteSeed), load_default=list)
     integrations = fields.List(fields.Nested(IntegrationSeed), load_default=list)
@@ -218,6 +235,8 @@ def check_references(conn: Connection, documents: list[Loaded]) -> list[str]:
             claim("usernames", u["username"], f"{doc.source}: users[{i}]", "username")
         for i, p in enumerate(doc.data["projects"]):
             claim("projects", p["id"], f"{doc.source}: projects[{i}]", "id")
+        for i, e in enumerate(doc.data["environments"]):
+            claim("environments", e["name"], f"{doc.source}: environments[{i}]", "name")
         for i, f in enumerate(doc.data["features"]):
             claim("features", f["name"], f"{doc.source}: features[{i}]", "name")
         for i, n in enumerate(doc.data["integrations"]):

@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 
+from ..timestamps import now_rfc3339
+from . import environments as store_environments
 from .engine import Connection
 
 
@@ -20,6 +22,7 @@ def existing_keys(conn: Connection) -> dict[str, set]:
         "users": column("SELECT id FROM users"),
         "usernames": column("SELECT username FROM users"),
         "projects": column("SELECT id FROM projects"),
+        "environments": column("SELECT name FROM environments"),
         "features": column("SELECT name FROM features"),
         "integrations": column("SELECT id FROM integrations"),
         "favorites": {
@@ -40,7 +43,7 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
     its highest stored one. Returns the number of records written per document key.
     """
     counts = dict.fromkeys(
-        ("users", "projects", "features", "favorites", "integrations", "integrationEvents"), 0
+        ("users", "projects", "features", "favorites", "integrations", "integrationEvents", "environments"), 0
     )
     for doc in documents:
         conn.run_many(
@@ -57,6 +60,17 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
         conn.run_many(
             "INSERT OR IGNORE INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)",
             [(p["id"], m["userId"], m["role"]) for p in doc["projects"] for m in p["members"]],
+        )
+        # Issue 10: the install's environments, declared or named by a flag.
+        conn.run_many(
+            # a conflict is only with an environment a flag of an earlier document of this load
+            # named: the declaration gives it its type and order
+            "INSERT INTO environments (name, type, sort_order, created_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET type = excluded.type, sort_order = excluded.sort_order",
+            [(e["name"], e["type"], e["sortOrder"], now_rfc3339()) for e in doc["environments"]],
+        )
+        store_environments.insert_missing(
+            conn, sorted({e["name"] for f in doc["features"] for e in f["environments"]}), now_rfc3339()
         )
         conn.run_many(
             "INSERT INTO features (name, project_id, type, description, stale, impression_data,"

@@ -1,0 +1,60 @@
+"""Issue 10: the archive's writes, on the reference server's paths: revive an archived flag,
+delete one for good. Reading the archive is 4.4 (``archived_features``)."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+from werkzeug.routing import BaseConverter
+
+from .. import features
+from ..web.operations import PathParameter, operation
+from ..web.state import state
+from .features import SECTION
+
+bp = Blueprint("feature_archive", __name__, url_prefix="/api/admin/archive")
+
+
+class ArchivedFlagName(BaseConverter):
+    """A flag name in ``/api/admin/archive/<name>``: any but ``features``, which is 4.4's own
+    path (flagadmin refuses that name for flags, so nothing is lost)."""
+
+    regex = r"(?!features$)[^/]+"
+
+
+bp.record_once(lambda setup: setup.app.url_map.converters.setdefault("archivedflag", ArchivedFlagName))
+
+FLAG = {"featureName": PathParameter("Name of an archived flag.")}
+
+
+@operation(
+    bp,
+    "/revive/<featureName>",
+    method="POST",
+    section=SECTION,
+    summary="Revive an archived flag",
+    response=None,
+    path=FLAG,
+    statuses=(403, 409),
+)
+def revive_feature(caller, conn, featureName):
+    """Bring the archived flag back to its project, switched off in every environment (as the
+    reference server revives); it leaves 4.4 and is live again. Needs UPDATE_FEATURE in the
+    flag's project. A live flag is 409, with what to do instead. Records ``feature-revived``."""
+    features.revive(conn, caller, featureName, state().clock)
+
+
+@operation(
+    bp,
+    "/<archivedflag:featureName>",
+    method="DELETE",
+    section=SECTION,
+    summary="Delete an archived flag",
+    response=None,
+    path=FLAG,
+    statuses=(403, 409),
+)
+def delete_feature(caller, conn, featureName):
+    """Delete the archived flag for good, with its environments, tags and favorites; its
+    name becomes free. Needs DELETE_FEATURE in the flag's project. A live flag is 409:
+    archive it first. Records ``feature-deleted`` (the flag as ``preData``)."""
+    features.delete(conn, caller, featureName, state().clock)

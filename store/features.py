@@ -1,0 +1,211 @@
+"""Feature flags as the API changes them (issue 10): one flag, its environments, tags and
+favorites, and the live flags of a project.
+
+A flag is identified by its name across live and archived flags (``features.name`` is the
+primary key). Every write here touches tables that move ``content_version``, so 4.2 and 4.4
+answer from the new state on the very next request.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .engine import Connection
+
+#: The columns of one flag, with its creator's display fields (spec 2.4's fallbacks).
+_FLAG = (
+    "SELECT f.name, f.project_id, f.type, f.description, f.stale, f.impression_data, f.created_at,"
+    " f.created_by_user_id, f.archived_at, f.last_seen_at,"
+    " coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS creator_name,"
+    " u.image_url AS creator_image_url"
+    " FROM features f LEFT JOIN users u ON u.id = f.created_by_user_id"
+)
+
+#: A flag's environments: those it has rows for, typed and ordered by the install's table
+#: (an environment a seed named before that table existed counts as development, order 0).
+_ENVIRONMENTS = (
+    "SELECT fe.feature_name, fe.name, coalesce(e.type, 'development') AS type,"
+    " coalesce(e.sort_order, 0) AS sort_order, fe.enabled, fe.last_seen_at"
+    " FROM feature_environments fe LEFT JOIN environments e ON e.name = fe.name"
+)
+
+
+def get(conn: Connection, name: str) -> dict[str, Any] | None:
+    """The flag ``name`` (live or archived), or None.
+
+    Keys: ``name, project_id, type, description, stale (0/1), impression_data (0/1),
+    created_at, created_by_user_id, archived_at, last_seen_at, creator_name,
+    creator_image_url``.
+    """
+    return conn.one(_FLAG + " WHERE f.name = ?", [name])
+
+
+def environments(conn: Connection, name: str) -> list[dict[str, Any]]:
+    """The flag's environments by sort order then name: ``{feature_name, name, type,
+    sort_order, enabled (0/1), last_seen_at}``."""
+    return conn.all(_ENVIRONMENTS + " WHERE fe.feature_name = ? ORDER BY sort_order, fe.name", [name])
+
+
+def tags(conn: Connection, name: str) -> list[dict[str, str]]:
+    """The flag's tags, by type then value: ``{"type", "value"}``."""
+    return conn.all(
+        "SELECT type, value FROM feature_tags WHERE feature_name = ? ORDER BY type, value", [name]
+    )
+
+
+def is_favorite(conn: Connection, user_id: int | None, name: str) -> bool:
+    """True when ``user_id`` has favorited the flag."""
+    if user_id is None:
+        return False
+    return (
+        conn.value("SELECT 1 FROM favorite_features WHERE user_id = ? AND feature_name = ?", [user_id, name])
+        is not None
+    )
+
+
+def insert(
+    conn: Connection,
+    *,
+    name: str,
+    project_id: str,
+    type: str,
+    description: str | None,
+    impression_data: bool,
+    created_at: str,
+    created_by_user_id: int | None,
+    tags: list[dict[str, str]],
+) -> None:
+    """Add a live flag with every environment of the install (disabled) and its tags; call
+    inside a write transaction.
+
+    :raise flagadmin.store.Conflict: a flag (live or archived) has that name.
+    """
+    conn.run(
+        "INSERT INTO features (name, project_id, type, description, stale, impression_data, created_at,"
+        " created_by_user_id) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
+        [name, project_id, type, description, int(impression_data), created_at, created_by_user_id],
+    )
+    conn.run(
+        "INSERT INTO feature_environments (feature_name, name, enabled) SELECT ?, name, 0 FROM environments",
+        [name],
+    )
+    conn.run_many(
+        "INSERT INTO feature_tags (feature_name, type, value) VALUES (?, ?, ?)"
+        " ON CONFLICT (feature_name, type, value) DO NOTHING",
+        [(name, tag["type"], tag["value"]) for tag in tags],
+    )
+
+
+def update_metadata(
+    conn: Connection, name: str, *, type: str, description: str | None, stale: bool, impression_data: bool
+) -> None:
+    """Set the flag's changeable fields; call inside a write transaction."""
+    conn.run(
+        "UPDATE features SET type = ?, description = ?, stale = ?, impression_data = ? WHERE name = ?",
+        [type, description, int(stale), int(impression_data), name],
+    )
+
+
+def set_enabled(conn: Connection, name: str, environment: str, enabled: bool) -> bool:
+    """Switch the flag on or off in ``environment`` (adding the flag's row for an environment
+    it did not have yet); True when that changed anything. Call inside a write transaction."""
+    changed = conn.run(
+        "UPDATE feature_environments SET enabled = ? WHERE feature_name = ? AND name = ? AND enabled <> ?",
+        [int(enabled), name, environment, int(enabled)],
+    )
+    if changed:
+        return True
+    added = conn.run(
+        "INSERT INTO feature_environments (feature_name, name, enabled) VALUES (?, ?, ?)"
+        " ON CONFLICT (feature_name, name) DO NOTHING",
+        [name, environment, int(enabled)],
+    )
+    return bool(added) and enabled
+
+
+def archive(conn: Connection, name: str, now: str) -> None:
+    """Archive the live flag ``name`` at ``now``; call inside a write transaction."""
+    conn.run("UPDATE features SET archived_at = ? WHERE name = ? AND archived_at IS NULL", [now, name])
+
+
+def revive(conn: Connection, name: str) -> None:
+    """Bring the archived flag back: live, switched off everywhere, and present in every
+    environment of the install (as the reference server revives). Call inside a write
+    transaction."""
+    conn.run("UPDATE features SET archived_at = NULL WHERE name = ?", [name])
+    conn.run("UPDATE feature_environments SET enabled = 0 WHERE feature_name = ? AND enabled = 1", [name])
+    conn.run(
+        "INSERT INTO feature_environments (feature_name, name, enabled)"
+        " SELECT ?, name, 0 FROM environments WHERE true ON CONFLICT (feature_name, name) DO NOTHING",
+        [name],
+    )
+
+
+def delete(conn: Connection, name: str) -> None:
+    """Remove the flag and everything that belongs to it (environments, tags, favorites);
+    call inside a write transaction. Its name becomes free again."""
+    for table, column in (
+        ("favorite_features", "feature_name"),
+        ("feature_tags", "feature_name"),
+        ("feature_environments", "feature_name"),
+        ("features", "name"),
+    ):
+        conn.run(f"DELETE FROM {table} WHERE {column} = ?", [name])
+
+
+def add_favorite(conn: Connection, user_id: int, name: str) -> bool:
+    """Make the flag a favorite of ``user_id``; True unless it already was. Call inside a
+    write transaction."""
+    added = conn.run(
+        "INSERT INTO favorite_features (user_id, feature_name) VALUES (?, ?)"
+        " ON CONFLICT (user_id, feature_name) DO NOTHING",
+        [user_id, name],
+    )
+    return bool(added)
+
+
+def remove_favorite(conn: Connection, user_id: int, name: str) -> bool:
+    """Take the flag from ``user_id``'s favorites; True when it was one. Call inside a write
+    transaction."""
+    removed = conn.run(
+        "DELETE FROM favorite_features WHERE user_id = ? AND feature_name = ?", [user_id, name]
+    )
+    return removed > 0
+
+
+def project_features(conn: Connection, project_id: str, user_id: int | None) -> list[dict[str, Any]]:
+    """The live flags of a project, newest created first (then by name), each with its
+    environments, tags and whether ``user_id`` favorited it.
+
+    Items: the keys of :func:`get` plus ``environments`` (rows of :func:`environments`),
+    ``tags`` and ``favorite`` (bool). Four queries, whatever the number of flags.
+    """
+    flags = conn.all(
+        _FLAG + " WHERE f.project_id = ? AND f.archived_at IS NULL ORDER BY f.created_at DESC, f.name",
+        [project_id],
+    )
+    live = "SELECT name FROM features WHERE project_id = ? AND archived_at IS NULL"
+    by_flag: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in conn.all(
+        _ENVIRONMENTS + f" WHERE fe.feature_name IN ({live}) ORDER BY sort_order, fe.name", [project_id]
+    ):
+        by_flag[row["feature_name"]].append(row)
+    tags_by_flag: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in conn.all(
+        f"SELECT feature_name, type, value FROM feature_tags WHERE feature_name IN ({live})"
+        " ORDER BY type, value",
+        [project_id],
+    ):
+        tags_by_flag[row["feature_name"]].append({"type": row["type"], "value": row["value"]})
+    favorites = set(
+        conn.values(
+            f"SELECT feature_name FROM favorite_features WHERE user_id = ? AND feature_name IN ({live})",
+            [user_id, project_id],
+        )
+    )
+    for flag in flags:
+        flag["environments"] = by_flag.get(flag["name"], [])
+        flag["tags"] = tags_by_flag.get(flag["name"], [])
+        flag["favorite"] = flag["name"] in favorites
+    return flags
