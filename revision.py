@@ -10,6 +10,7 @@ version number stands in for it.
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from . import __version__
@@ -27,9 +28,11 @@ def _stamped() -> str | None:
 
 def detect_from_checkout() -> str | None:
     """Ask git for the revision of the checkout this package runs from, once per process, and
-    remember it; None when the package is not in a checkout or git is missing."""
+    remember it; return :func:`current`. Git is not asked when a build stamped the revision,
+    nor in a frozen binary."""
     global _found
-    if _found is None and _stamped() is None:
+    # A frozen binary (PyInstaller sets sys.frozen) is no checkout: it must never run git.
+    if _found is None and _stamped() is None and not getattr(sys, "frozen", False):
         try:
             _found = (
                 subprocess.run(
