@@ -163,22 +163,25 @@ def create_token(
       flagadmin create-token --admin
       flagadmin create-token --user alice --expires-in P30D
     """
-    from .store import tokens, users
+    from . import api_tokens, events
+    from .store import users
 
     if admin == (username is not None):
         raise click.UsageError("Give exactly one of --admin or --user USERNAME.")
     with open_database(database) as conn:
+        # Issue 8: api_tokens records api-token-created / pat-created with the token.
         if admin:
-            token = tokens.new_admin_token()
-            tokens.insert_token(conn, token, kind="admin", name=name or "admin token", expires_at=expires_at)
+            token, _ = api_tokens.create(
+                conn, events.COMMAND_LINE, kind="admin", name=name or "admin token", expires_at=expires_at
+            )
         else:
             user_id = users.id_by_username(conn, username)
             if user_id is None:
                 raise click.ClickException(f"No user has the username {username!r}.")
-            token = tokens.new_personal_token()
-            tokens.insert_token(
+            _refuse_deactivated(conn, username)
+            token, _ = api_tokens.create(
                 conn,
-                token,
+                events.COMMAND_LINE,
                 kind="personal",
                 user_id=user_id,
                 name=name or f"{username} token",
@@ -244,10 +247,11 @@ def revoke_token(database: str, token_id: int) -> None:
     Example:
       flagadmin revoke-token 3
     """
-    from .store import tokens
+    from . import api_tokens, events
 
     with open_database(database) as conn:
-        result = tokens.revoke(conn, token_id)
+        # Issue 8: api_tokens records api-token-deleted / pat-deleted with the revocation.
+        result = api_tokens.revoke(conn, events.COMMAND_LINE, token_id)
     if result is None:
         raise click.ClickException(
             f"No API token has id {token_id}; `flagadmin list-tokens` shows the ids. Nothing was changed."
@@ -308,15 +312,16 @@ def _seed_demo_if_empty(conn: Connection) -> None:
 def _ensure_admin_token(conn: Connection) -> None:
     """Make ``FLAGADMIN_ADMIN_TOKEN`` a valid admin token, or create and print one when the
     database holds none."""
+    from . import api_tokens, events
     from .store import tokens
 
+    # Issue 8: each change records its event (api-token-created / api-token-updated).
     fixed = os.environ.get("FLAGADMIN_ADMIN_TOKEN")
     if fixed:
-        tokens.ensure_admin_token(conn, fixed, name="FLAGADMIN_ADMIN_TOKEN")
+        api_tokens.ensure_admin(conn, events.COMMAND_LINE, fixed, name="FLAGADMIN_ADMIN_TOKEN")
         click.echo("Admin API token: the value of FLAGADMIN_ADMIN_TOKEN.")
     elif not tokens.has_admin_token(conn):
-        token = tokens.new_admin_token()
-        tokens.insert_token(conn, token, kind="admin", name="created by serve")
+        token, _ = api_tokens.create(conn, events.COMMAND_LINE, kind="admin", name="created by serve")
         click.echo(f"Admin API token (shown once, stored only as a digest): {token}")
 
 
@@ -342,14 +347,29 @@ def _wsgi_app(database: str, base_uri_path: str, access_log: bool):
 @click.option("--base-uri-path", default="", help="Serve under this path prefix, e.g. /flags.")
 @click.option("--demo", is_flag=True, help="Load the demo dataset into an empty database first.")
 @click.option("--access-log", is_flag=True, help="Log one line per request (never headers or tokens).")
+@click.option(
+    "--delivery-workers",
+    type=click.IntRange(0, 64),
+    default=None,
+    help="Threads delivering events to integrations (default FLAGADMIN_DELIVERY_WORKERS, 4; 0: none).",
+)
 def serve(
-    database: str, host: str, port: int, threads: int, base_uri_path: str, demo: bool, access_log: bool
+    database: str,
+    host: str,
+    port: int,
+    threads: int,
+    base_uri_path: str,
+    demo: bool,
+    access_log: bool,
+    delivery_workers: int | None,
 ) -> None:
-    """Serve the admin API with waitress (loopback by default).
+    """Serve the admin API with waitress (loopback by default), and deliver events to
+    integrations with background threads.
 
     Creates the database if missing. If it holds no admin token, one is created and printed
     once; with FLAGADMIN_ADMIN_TOKEN set, that exact token is made a valid admin token instead.
-    SIGTERM lets in-flight requests finish, then exits.
+    SIGTERM lets in-flight requests finish, then exits; a delivery still in flight then is
+    attempted again at the next start.
 
     \b
     Example:
@@ -358,14 +378,319 @@ def serve(
     from .serving import serve as serve_wsgi
 
     base_uri_path = _checked_base_path(base_uri_path)
+    settings = _settings()
     with open_database(database) as conn:
         if demo:
             _seed_demo_if_empty(conn)
         _ensure_admin_token(conn)
-    wsgi = _wsgi_app(database, base_uri_path, access_log)
+    from .web.inflight import RequestGauge
+
+    # Issue 8: the delivery threads yield to requests in progress (see web/inflight.py).
+    wsgi = RequestGauge(_wsgi_app(database, base_uri_path, access_log))
     click.echo(f"{_version_message()} serving {database} on http://{host}:{port}{base_uri_path}/")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    serve_wsgi(wsgi, host=host, port=port, threads=threads)
+    worker = _delivery_worker(database, settings, delivery_workers, idle=wsgi.wait_idle).start()
+    try:
+        serve_wsgi(wsgi, host=host, port=port, threads=threads)
+    finally:
+        worker.stop()
+
+
+# --- issue 8: delivering events to integrations ----------------------------------------------
+
+
+def _settings():
+    """The instance settings of the environment; exits with the message naming a bad variable."""
+    from .config import settings_from_env
+
+    try:
+        return settings_from_env()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _delivery_worker(database: str, settings, threads: int | None, idle=None):
+    from .delivery import Worker
+
+    return Worker(database, settings, threads=threads, idle=idle)
+
+
+@cli.command("deliver")
+@database_option()
+@click.option("--once", is_flag=True, help="Deliver what is due now, then exit (for cron and tests).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Delivery threads (default FLAGADMIN_DELIVERY_WORKERS, at least 1).",
+)
+def deliver(database: str, once: bool, workers: int | None) -> None:
+    """Deliver events to integrations without serving the API: the same loop as the threads
+    of serve (run it beside `serve --delivery-workers 0`, or from cron with --once). Runs until
+    SIGTERM or SIGINT; an attempt in flight then is made again later.
+
+    \b
+    Examples:
+      flagadmin deliver
+      flagadmin deliver --once
+    """
+    import signal
+    import threading
+
+    settings = _settings()
+    with open_database(database):
+        pass
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    worker = _delivery_worker(database, settings, workers or max(settings.delivery_workers, 1))
+    if once:
+        made = worker.run_once()
+        click.echo(f"{made} delivery attempt{'s' if made != 1 else ''} made.")
+        return
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    worker.start()
+    click.echo(f"Delivering events from {database} with {worker.threads} thread(s); SIGTERM stops.")
+    while not stop.wait(1.0):
+        pass
+    worker.stop()
+
+
+# --- issue 10: projects, project roles and environments -------------------------------------
+
+
+def _changed(change, *args, **kwargs):
+    """Run a change of ``flagadmin.projects`` on the database with the command line as actor;
+    a refusal exits with its message (nothing was written)."""
+    from . import events
+    from . import projects as project_changes
+
+    database = kwargs.pop("database")
+    with open_database(database) as conn:
+        try:
+            return change(conn, events.COMMAND_LINE, *args, **kwargs)
+        except project_changes.Refused as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@cli.group("project")
+def project_group() -> None:
+    """Create, change and delete projects, and give users roles in them. Each change records
+    its event (project-created, project-updated, project-deleted, project-user-added,
+    project-user-removed, project-user-role-changed). Every subcommand takes --db.
+
+    \b
+    Example:
+      flagadmin project create checkout --name "Checkout"
+    """
+
+
+@project_group.command("create")
+@database_option()
+@click.argument("project_id", metavar="ID")
+@click.option("--name", help="Display name (default: the id).")
+@click.option("--description", help="What the project is for.")
+def project_create(database: str, project_id: str, name: str | None, description: str | None) -> None:
+    """Create the project ID (URL-friendly, at most 100 characters).
+
+    \b
+    Example:
+      flagadmin project create checkout --name "Checkout" --description "Cart and payment"
+    """
+    from . import projects as project_changes
+
+    project = _changed(project_changes.create, project_id, name, description, database=database)
+    click.echo(f"Created project {project['id']} ({project['name']}).")
+
+
+@project_group.command("update")
+@database_option()
+@click.argument("project_id", metavar="ID")
+@click.option("--name", help="New display name.")
+@click.option("--description", help='New description ("" removes it).')
+def project_update(database: str, project_id: str, name: str | None, description: str | None) -> None:
+    """Change the name or description of the project ID.
+
+    \b
+    Example:
+      flagadmin project update checkout --description "Cart, payment and receipts"
+    """
+    from . import projects as project_changes
+
+    if name is None and description is None:
+        raise click.UsageError("Give --name, --description or both.")
+    kwargs = {} if description is None else {"description": description}
+    changed = _changed(project_changes.update, project_id, name, database=database, **kwargs)
+    click.echo(f"Updated project {project_id}." if changed else f"Project {project_id} already was so.")
+
+
+@project_group.command("delete")
+@database_option()
+@click.argument("project_id", metavar="ID")
+def project_delete(database: str, project_id: str) -> None:
+    """Delete the project ID and its members' roles. Refused while it holds flags, live or
+    archived: archive and delete them first (the message says how).
+
+    \b
+    Example:
+      flagadmin project delete checkout
+    """
+    from . import projects as project_changes
+
+    _changed(project_changes.delete, project_id, database=database)
+    click.echo(f"Deleted project {project_id}.")
+
+
+@project_group.command("role")
+@database_option()
+@click.argument("project_id", metavar="PROJECT")
+@click.argument("username", metavar="USER")
+@click.argument("role", metavar="ROLE")
+@click.option("--remove", is_flag=True, help="Take ROLE from USER instead.")
+def project_role(database: str, project_id: str, username: str, role: str, remove: bool) -> None:
+    """Make ROLE (Owner, Member or a custom role's name) USER's role in PROJECT, replacing
+    any other she has there; with --remove, take ROLE from her. Any role lets a user see and
+    change the project's flags.
+
+    \b
+    Examples:
+      flagadmin project role checkout alice Owner
+      flagadmin project role checkout alice Owner --remove
+    """
+    from . import projects as project_changes
+
+    if remove:
+        _changed(project_changes.remove_role, project_id, username, role, database=database)
+        click.echo(f"{username} no longer holds {role} in {project_id}.")
+        return
+    outcome = _changed(project_changes.set_role, project_id, username, role, database=database)
+    click.echo(
+        {
+            "added": f"{username} now holds {role} in {project_id}.",
+            "changed": f"{username}'s role in {project_id} is now {role}.",
+            "unchanged": f"{username} already holds {role} in {project_id}.",
+        }[outcome]
+    )
+
+
+@cli.group("environment")
+def environment_group() -> None:
+    """Add environments to the install (environment-created). Every flag can be switched on
+    and off in each of them. Every subcommand takes --db.
+
+    \b
+    Example:
+      flagadmin environment add staging --type test
+    """
+
+
+@environment_group.command("add")
+@database_option()
+@click.argument("name")
+@click.option(
+    "--type",
+    "type_",
+    default="development",
+    show_default=True,
+    type=click.Choice(["development", "test", "preproduction", "production"]),
+    help="Kind of environment.",
+)
+@click.option("--sort-order", default=0, show_default=True, type=int, help="Position in lists (then name).")
+def environment_add(database: str, name: str, type_: str, sort_order: int) -> None:
+    """Add the environment NAME: every live flag gets it, switched off.
+
+    \b
+    Example:
+      flagadmin environment add staging --type test --sort-order 2
+    """
+    from . import projects as project_changes
+
+    environment = _changed(project_changes.add_environment, name, type_, sort_order, database=database)
+    click.echo(f"Added environment {environment['name']} ({environment['type']}).")
+
+
+# --- issue 9: SCIM provisioning: the roles groups grant ------------------------------------
+
+
+def _refuse_deactivated(conn: Connection, username: str) -> None:
+    """A personal token for a user the directory deactivated would get 401: refuse it."""
+    from .store import directory as store_directory
+
+    if not store_directory.is_active(conn, username):
+        raise click.ClickException(
+            f"{username} is deactivated by the identity provider (SCIM): its personal tokens get 401. "
+            "Reactivate the user in the directory first. Nothing was written."
+        )
+
+
+def _describe_mapping(mapping: dict) -> str:
+    """What a group grants, in one line."""
+    grants = []
+    if mapping["rootRole"]:
+        grants.append(f"root role {mapping['rootRole']}")
+    grants += [f"{', '.join(p['roles'])} in project {p['project']}" for p in mapping["projects"]]
+    scim = (
+        f"SCIM group id {mapping['scimGroupId']}, {mapping['members']} members"
+        if mapping["scimGroupId"]
+        else "no SCIM group of this name yet"
+    )
+    return f"Group {mapping['group']!r} grants {'; '.join(grants) if grants else 'nothing'} ({scim})."
+
+
+@cli.command("group-role")
+@database_option()
+@click.argument("group")
+@click.option(
+    "--root-role", type=click.Choice(["Admin", "Editor", "Viewer"]), help="A root role for its members."
+)
+@click.option("--project", "project_id", metavar="ID", help="A project to give its members a role in.")
+@click.option("--role", metavar="ROLE", help="With --project: Owner, Member or a custom role's name.")
+@click.option("--remove", is_flag=True, help="Take the root role or project role back instead.")
+def group_role(
+    database: str, group: str, root_role: str | None, project_id: str | None, role: str | None, remove: bool
+) -> None:
+    """Decide what the members of the SCIM group GROUP (its displayName, any case) get: a root
+    role (they get the highest of their own and their groups'), or a role in a project, as if
+    given to each of them. The group may not exist yet. With no option, show what GROUP grants.
+    Recorded as group-updated (root role) or project-access-group-roles-updated.
+
+    \b
+    Examples:
+      flagadmin group-role "Flag admins" --root-role Admin
+      flagadmin group-role "Checkout team" --project checkout --role Owner
+      flagadmin group-role "Checkout team" --project checkout --role Owner --remove
+    """
+    from . import directory, events
+    from .timestamps import SYSTEM_CLOCK
+
+    wants_project = project_id is not None or role is not None
+    if root_role is not None and wants_project:
+        raise click.UsageError("Give --root-role, or --project with --role, not both.")
+    if wants_project and (project_id is None or role is None):
+        raise click.UsageError("--project and --role go together.")
+    with open_database(database) as conn:
+        try:
+            if root_role is not None:
+                change = directory.remove_group_root_role if remove else directory.set_group_root_role
+                mapping = change(conn, group, root_role, events.COMMAND_LINE, SYSTEM_CLOCK)
+            elif wants_project:
+                mapping = directory.change_group_project_role(
+                    conn,
+                    group,
+                    project_id,
+                    role,
+                    remove=remove,
+                    actor=events.COMMAND_LINE,
+                    clock=SYSTEM_CLOCK,
+                )
+            else:
+                if remove:
+                    raise click.UsageError("--remove needs --root-role, or --project with --role.")
+                found = directory.group_roles(conn, group)
+                mapping = found[0] if found else directory.unmapped(group)
+        except directory.MappingError as exc:
+            raise click.ClickException(f"{exc} Nothing was changed.") from exc
+    click.echo(_describe_mapping(mapping))
 
 
 def main() -> None:

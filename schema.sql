@@ -24,13 +24,30 @@ INSERT OR IGNORE INTO feature_types (name, lifetime_days) VALUES
     ('release', 40), ('experiment', 40), ('operational', 7),
     ('kill-switch', NULL), ('permission', NULL);
 
+-- name is the displayed name (SCIM displayName). The columns after root_role are the SCIM
+-- directory's (issue 9; the 2 -> 3 migration adds them to older files): a user that SCIM has
+-- never written has scim_managed 0 and keeps working as before. active NULL: never stated
+-- (counts as active); a user that SCIM deletes keeps its row (a tombstone: deleted_at set,
+-- active 0, username renamed, external_id cleared), so that both can be provisioned again.
 CREATE TABLE IF NOT EXISTS users (
-    id        INTEGER PRIMARY KEY,
-    username  TEXT NOT NULL UNIQUE,
-    name      TEXT,
-    email     TEXT,
-    image_url TEXT,
-    root_role TEXT NOT NULL CHECK (root_role IN ('Admin', 'Editor', 'Viewer'))
+    id             INTEGER PRIMARY KEY,
+    username       TEXT NOT NULL UNIQUE,
+    name           TEXT,
+    email          TEXT,
+    image_url      TEXT,
+    root_role      TEXT NOT NULL CHECK (root_role IN ('Admin', 'Editor', 'Viewer')),
+    external_id    TEXT,
+    given_name     TEXT,
+    family_name    TEXT,
+    formatted_name TEXT,
+    email_type     TEXT,
+    email_primary  INTEGER CHECK (email_primary IN (0, 1)),
+    active         INTEGER DEFAULT 1 CHECK (active IN (0, 1)),
+    scim_managed   INTEGER NOT NULL DEFAULT 0 CHECK (scim_managed IN (0, 1)),
+    created_at     TEXT,
+    last_modified  TEXT,
+    version        INTEGER NOT NULL DEFAULT 1,
+    deleted_at     TEXT
 );
 CREATE INDEX IF NOT EXISTS users_root_role ON users (root_role);
 
@@ -156,26 +173,187 @@ CREATE TABLE IF NOT EXISTS events (
 );
 
 -- The outbox: one row per (event, integration) whose filters matched when the event was
--- written, in the same transaction. Delivery workers claim rows and record each attempt in
--- integration_events (4.1).
+-- written, in the same transaction. Delivery workers claim rows (state in_flight, a lease that
+-- ends at lease_until, and their claim token) and record each attempt in integration_events
+-- (4.1). A lease that ends before its attempt is recorded (a killed worker) makes the row
+-- claimable again: nothing is lost. webhook_id is the same on every attempt (128 random bits:
+-- unique without an index, which every change would pay for at a random place).
 CREATE TABLE IF NOT EXISTS integration_deliveries (
     id              INTEGER PRIMARY KEY,
     event_id        INTEGER NOT NULL REFERENCES events (id),
     integration_id  INTEGER NOT NULL REFERENCES integrations (id),
-    webhook_id      TEXT NOT NULL UNIQUE,
+    webhook_id      TEXT NOT NULL,
     state           TEXT NOT NULL DEFAULT 'pending'
                     CHECK (state IN ('pending', 'in_flight', 'delivered', 'failed', 'cancelled')),
     attempts        INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     next_attempt_at TEXT NOT NULL,
     lease_until     TEXT,
+    claim           TEXT,
+    last_attempt_at TEXT,
     created_at      TEXT NOT NULL,
     finished_at     TEXT,
-    UNIQUE (event_id, integration_id)
+    UNIQUE (event_id, integration_id),
+    CHECK ((state = 'in_flight') = (lease_until IS NOT NULL AND claim IS NOT NULL))
 );
-CREATE INDEX IF NOT EXISTS integration_deliveries_due
-    ON integration_deliveries (state, next_attempt_at);
-CREATE INDEX IF NOT EXISTS integration_deliveries_integration
-    ON integration_deliveries (integration_id, state);
+-- The unfinished deliveries of each integration in event order: the claim reads the first
+-- few of each integration (its window of maxInFlight), nothing else.
+CREATE INDEX IF NOT EXISTS integration_deliveries_unfinished
+    ON integration_deliveries (integration_id, id) WHERE state IN ('pending', 'in_flight');
+-- Finished deliveries by age, for their retention.
+CREATE INDEX IF NOT EXISTS integration_deliveries_finished
+    ON integration_deliveries (finished_at) WHERE finished_at IS NOT NULL;
+
+-- flagadmin's own settings of an integration configuration, beside the reference server's
+-- fields in integrations: when it was created, how many of its deliveries may be under way at
+-- once, and how long its log (4.1) keeps rows. NULL: the instance's default (FLAGADMIN_*).
+CREATE TABLE IF NOT EXISTS integration_options (
+    integration_id INTEGER PRIMARY KEY REFERENCES integrations (id),
+    created_at     TEXT,
+    max_in_flight  INTEGER CHECK (max_in_flight BETWEEN 1 AND 100),
+    events_keep    INTEGER CHECK (events_keep >= 1),
+    events_max_age TEXT
+);
+
+-- ==== Flags changed through the API (issue 10) =============================================
+
+-- The install's environments (seeds, `flagadmin environment add`). A flag is created with a
+-- feature_environments row per environment, disabled. type is the reference server's kind of
+-- environment; sort_order orders them in answers (then name).
+CREATE TABLE IF NOT EXISTS environments (
+    name       TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 100),
+    type       TEXT NOT NULL DEFAULT 'development'
+               CHECK (type IN ('development', 'test', 'preproduction', 'production')),
+    sort_order INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+
+-- Tags given to a flag when it is created (createFeatureSchema's tags); carried by its events.
+CREATE TABLE IF NOT EXISTS feature_tags (
+    feature_name TEXT NOT NULL REFERENCES features (name),
+    type         TEXT NOT NULL CHECK (length(type) BETWEEN 2 AND 50),
+    value        TEXT NOT NULL CHECK (length(value) BETWEEN 2 AND 50),
+    PRIMARY KEY (feature_name, type, value)
+) WITHOUT ROWID;
+
+-- Deleting an archived flag removes its favorites: found by flag, not by user.
+CREATE INDEX IF NOT EXISTS favorite_features_feature ON favorite_features (feature_name);
+
+-- ==== SCIM provisioning: the directory's users and groups, and the roles groups grant (issue 9)
+
+-- userName is unique whatever its case (RFC 7643 caseExact false) among live users, and so is
+-- a user's externalId; lower() folds ASCII letters (SQLite's lower), the same fold the
+-- filters use.
+CREATE UNIQUE INDEX IF NOT EXISTS users_username_ci ON users (lower(username)) WHERE deleted_at IS NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS users_external_id ON users (external_id) WHERE external_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS users_email_ci ON users (lower(email));
+
+-- Groups, created by SCIM only (RFC 7643 section 4.2). A deleted group is removed; the
+-- AUTOINCREMENT id (the SCIM id is "group-" and it) is never given to another group. name_key
+-- is lower(display_name), kept as a column so that the role mappings join on it by index.
+CREATE TABLE IF NOT EXISTS directory_groups (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    display_name  TEXT NOT NULL CHECK (length(display_name) > 0),
+    name_key      TEXT NOT NULL,
+    external_id   TEXT,
+    created_at    TEXT NOT NULL,
+    last_modified TEXT NOT NULL,
+    version       INTEGER NOT NULL DEFAULT 1
+);
+CREATE UNIQUE INDEX IF NOT EXISTS directory_groups_name_key ON directory_groups (name_key);
+CREATE UNIQUE INDEX IF NOT EXISTS directory_groups_external_id
+    ON directory_groups (external_id) WHERE external_id IS NOT NULL;
+
+-- Members of a group; display is the member's display text as the client sent it, if it did.
+CREATE TABLE IF NOT EXISTS directory_group_members (
+    group_id INTEGER NOT NULL REFERENCES directory_groups (id),
+    user_id  INTEGER NOT NULL REFERENCES users (id),
+    display  TEXT,
+    PRIMARY KEY (group_id, user_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS directory_group_members_user ON directory_group_members (user_id, group_id);
+
+-- What a group grants, owned by flagadmin (command line `flagadmin group-role`, admin API
+-- /api/admin/group-roles), never by the directory: keyed by the group's displayName folded by
+-- lower(), so a mapping may name a group SCIM has not created yet.
+CREATE TABLE IF NOT EXISTS group_root_roles (
+    group_key  TEXT PRIMARY KEY,
+    group_name TEXT NOT NULL,
+    root_role  TEXT NOT NULL CHECK (root_role IN ('Admin', 'Editor', 'Viewer'))
+);
+CREATE TABLE IF NOT EXISTS group_project_roles (
+    group_key  TEXT NOT NULL,
+    group_name TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    role       TEXT NOT NULL CHECK (length(role) > 0),
+    PRIMARY KEY (group_key, project_id, role)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS group_project_roles_project ON group_project_roles (project_id, role);
+
+-- The root roles users get through their groups.
+CREATE VIEW IF NOT EXISTS group_granted_root_roles AS
+    SELECT m.user_id, r.root_role FROM directory_group_members m
+    JOIN directory_groups g ON g.id = m.group_id
+    JOIN group_root_roles r ON r.group_key = g.name_key;
+
+-- A user's effective root role: the highest of its own and its groups' (Admin > Editor > Viewer).
+CREATE VIEW IF NOT EXISTS user_root_roles AS
+    SELECT u.id AS user_id, CASE
+        WHEN u.root_role = 'Admin' OR EXISTS (SELECT 1 FROM group_granted_root_roles x
+            WHERE x.user_id = u.id AND x.root_role = 'Admin') THEN 'Admin'
+        WHEN u.root_role = 'Editor' OR EXISTS (SELECT 1 FROM group_granted_root_roles x
+            WHERE x.user_id = u.id AND x.root_role = 'Editor') THEN 'Editor'
+        ELSE 'Viewer' END AS root_role
+    FROM users u;
+
+-- Every role an active user holds in a project: given directly (project_members) or through a
+-- group mapped to the project (group_project_roles). Every reader of project roles (4.2, 4.4,
+-- visibility, permission checks) reads project_roles, so both kinds count the same everywhere;
+-- a deactivated or deleted user holds none (its rows stay, for a reactivation). Its two arms
+-- are views too: SQLite pushes an equality (user_id = ?) into a UNION view, not an IN
+-- (subquery), so a query filtering by a list of projects filters each arm itself.
+CREATE VIEW IF NOT EXISTS direct_project_roles AS
+    SELECT pm.project_id, pm.user_id, pm.role FROM project_members pm
+    JOIN users u ON u.id = pm.user_id
+    WHERE coalesce(u.active, 1) = 1;
+CREATE VIEW IF NOT EXISTS granted_project_roles AS
+    SELECT r.project_id, m.user_id, r.role FROM group_project_roles r
+    JOIN directory_groups g ON g.name_key = r.group_key
+    JOIN directory_group_members m ON m.group_id = g.id
+    JOIN users u ON u.id = m.user_id
+    WHERE coalesce(u.active, 1) = 1;
+CREATE VIEW IF NOT EXISTS project_roles AS
+    SELECT project_id, user_id, role FROM direct_project_roles
+    UNION ALL
+    SELECT project_id, user_id, role FROM granted_project_roles;
+
+-- Every write here can change what 4.2 shows (admins, projects, memberCount, owners) and whom a
+-- token acts as (effective root role), so it moves both version counters; so does a change of
+-- a user's active state (deactivation: its personal tokens stop working at once).
+CREATE TRIGGER IF NOT EXISTS directory_groups_insert_versions AFTER INSERT ON directory_groups
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS directory_groups_update_versions AFTER UPDATE OF id, name_key ON directory_groups
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS directory_groups_delete_versions AFTER DELETE ON directory_groups
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS directory_group_members_insert_versions AFTER INSERT ON directory_group_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS directory_group_members_delete_versions AFTER DELETE ON directory_group_members
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS group_root_roles_insert_versions AFTER INSERT ON group_root_roles
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS group_root_roles_update_versions AFTER UPDATE ON group_root_roles
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS group_root_roles_delete_versions AFTER DELETE ON group_root_roles
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS group_project_roles_insert_versions AFTER INSERT ON group_project_roles
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS group_project_roles_update_versions AFTER UPDATE ON group_project_roles
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS group_project_roles_delete_versions AFTER DELETE ON group_project_roles
+    BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
+CREATE TRIGGER IF NOT EXISTS users_update_active_credentials_version
+    AFTER UPDATE OF active, deleted_at ON users
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
 
 -- ==== Version counters =======================================================================
 

@@ -127,14 +127,16 @@ class Progress:
 
 
 def insert(conn: sqlite3.Connection, progress: Progress, table: str, rows, total: int) -> None:
-    """Insert ``rows`` (tuples of every column of ``table``, in order) in chunks, showing progress."""
+    """Insert ``rows`` (tuples of the first columns of ``table``, in order; columns added later,
+    at the end, keep their defaults) in chunks, showing progress."""
     done = 0
     chunk: list[tuple] = []
     sql = ""
     for row in rows:
         chunk.append(row)
         if not sql:
-            sql = f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})"
+            columns = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")][: len(row)]
+            sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(row))})"
         if len(chunk) == CHUNK:
             conn.executemany(sql, chunk)
             done += len(chunk)

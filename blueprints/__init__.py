@@ -8,7 +8,11 @@ document). The OpenAPI document's own route (``docs``) is registered last, by
 from flask import Flask
 
 from . import (
+    addons,
     archived_features,
+    feature_archive,
+    features,
+    group_roles,
     health,
     integration_events,
     personal_dashboard,
@@ -25,6 +29,13 @@ BLUEPRINTS = (
     scim_token.bp,
     scim.bp,
     health.bp,
+    # Issue 10: flags change through the API.
+    features.bp,
+    feature_archive.bp,
+    # Issue 8: integration configurations (the reference server's /api/admin/addons).
+    addons.bp,
+    # Issue 9: what SCIM groups grant (the SCIM service provider itself is scim.bp).
+    group_roles.bp,
 )
 
 

@@ -41,7 +41,22 @@ MIGRATIONS: tuple[str, ...] = (
         for table in CONTENT_TABLES
         for change in ("insert", "update", "delete")
     )
-    + "UPDATE settings SET key = 'content_version' WHERE key = 'data_version';",
+    + "UPDATE settings SET key = 'content_version' WHERE key = 'data_version';"
+    # SCIM provisioning (issue 9): the directory's columns of users; existing users are active
+    # and not SCIM-managed. Their indexes (userName unique whatever its case, externalId
+    # unique), the new tables, views and triggers come from schema.sql, run right after.
+    + "ALTER TABLE users ADD COLUMN external_id TEXT;"
+    + "ALTER TABLE users ADD COLUMN given_name TEXT;"
+    + "ALTER TABLE users ADD COLUMN family_name TEXT;"
+    + "ALTER TABLE users ADD COLUMN formatted_name TEXT;"
+    + "ALTER TABLE users ADD COLUMN email_type TEXT;"
+    + "ALTER TABLE users ADD COLUMN email_primary INTEGER CHECK (email_primary IN (0, 1));"
+    + "ALTER TABLE users ADD COLUMN active INTEGER DEFAULT 1 CHECK (active IN (0, 1));"
+    + "ALTER TABLE users ADD COLUMN scim_managed INTEGER NOT NULL DEFAULT 0 CHECK (scim_managed IN (0, 1));"
+    + "ALTER TABLE users ADD COLUMN created_at TEXT;"
+    + "ALTER TABLE users ADD COLUMN last_modified TEXT;"
+    + "ALTER TABLE users ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
+    + "ALTER TABLE users ADD COLUMN deleted_at TEXT;",
 )
 
 

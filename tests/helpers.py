@@ -179,6 +179,33 @@ def table_counts(path: Path) -> dict[str, int]:
         conn.close()
 
 
+#: The views of issue 9 (SCIM); they read the columns users gained in schema version 3.
+SCIM_VIEWS = (
+    "project_roles",
+    "direct_project_roles",
+    "granted_project_roles",
+    "user_root_roles",
+    "group_granted_root_roles",
+)
+
+
+def users_as_in_version_2(conn: sqlite3.Connection) -> None:
+    """Give ``users`` its schema version 2 shape (before SCIM, issue 9): the same rows without
+    the directory's columns and indexes. The views that read those columns go first; the
+    directory's own tables stay (the upgrade creates them when missing)."""
+    for view in SCIM_VIEWS:
+        conn.execute(f"DROP VIEW IF EXISTS {view}")
+    conn.executescript(
+        "CREATE TABLE users_v2 (id INTEGER PRIMARY KEY, username TEXT NOT NULL UNIQUE, name TEXT,"
+        " email TEXT, image_url TEXT,"
+        " root_role TEXT NOT NULL CHECK (root_role IN ('Admin', 'Editor', 'Viewer')));"
+        "INSERT INTO users_v2 SELECT id, username, name, email, image_url, root_role FROM users;"
+        "DROP TABLE users;"
+        "ALTER TABLE users_v2 RENAME TO users;"
+        "CREATE INDEX users_root_role ON users (root_role);"
+    )
+
+
 def fingerprint(path: Path) -> str:
     """SHA-256 of the SQL dump of the database: equal fingerprints, equal contents."""
     conn = sqlite3.connect(path)

@@ -98,3 +98,37 @@ def test_database_locked__scim_write_503_with_retry_after_reads_still_200(make_a
         client.post("/api/admin/scim-settings/generate-new-token", headers=auth(admin_token)).status_code
         == 200
     )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"name": "nul\\u0000name"}',
+        b'{"name": "ok", "description": "a\\u0000b"}',
+        b'{"name": "ok", "tags": [{"type": "simple", "value": "x\\u0000y"}]}',
+        b'{"na\\u0000me": "ok"}',
+    ],
+)
+def test_body__nul_character_anywhere__400_and_nothing_written(client, admin_token, db, body):
+    # Given: flags before
+    before = db.value("SELECT count(*) FROM features")
+    # When: a body holds a NUL character, in a value or a key
+    response = client.post(
+        "/api/admin/projects/default/features",
+        data=body,
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+    )
+    # Then
+    body_ = assert_envelope(response, 400, "BadDataError")
+    assert "NUL" in body_["message"]
+    assert db.value("SELECT count(*) FROM features") == before
+
+
+def test_body__escaped_backslash_before_u0000__not_a_nul(client, admin_token):
+    # A JSON string holding the six characters \u0000 (escaped backslash) is no NUL.
+    response = client.post(
+        "/api/admin/features/validate",
+        data=b'{"name": "plain-name-\\\\u0000"}',
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+    )
+    assert "NUL" not in response.get_data(as_text=True)

@@ -11,7 +11,7 @@ import pytest
 from flagadmin.store import connect
 from flagadmin.store import schema as store_schema
 
-from helpers import fingerprint, flagadmin, pragma, table_counts
+from helpers import fingerprint, flagadmin, pragma, table_counts, users_as_in_version_2
 
 
 def test_connect__every_connection__wal_and_synchronous_full(db_path):
@@ -128,6 +128,7 @@ def test_ensure_schema__version_1_database__upgraded_to_version_counters_and_tri
     conn = sqlite3.connect(db_path)
     for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {trigger}")
+    users_as_in_version_2(conn)
     conn.executescript(
         "DROP INDEX features_project_health;"
         "CREATE INDEX features_project ON features (project_id, archived_at);"
@@ -150,7 +151,9 @@ def test_ensure_schema__version_1_database__upgraded_to_version_counters_and_tri
     conn.rollback()
     conn.close()
     assert "features_project_health" in indexes and "features_project" not in indexes
-    assert triggers == 22
+    fresh = db_path.parent / "fresh.db"
+    store_schema.ensure_schema(fresh)
+    assert triggers == _content_triggers(sqlite3.connect(fresh))
     assert int(bumped) == int(version) + 1
     assert table_counts(db_path) == {**counts, "settings": counts["settings"] + 2}
 
@@ -162,6 +165,7 @@ def test_ensure_schema__version_2_database__data_version_becomes_content_version
     conn = sqlite3.connect(db_path)
     for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {trigger}")
+    users_as_in_version_2(conn)
     for table in store_schema.CONTENT_TABLES:
         for change in ("insert", "update", "delete"):
             conn.execute(

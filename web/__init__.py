@@ -8,6 +8,7 @@
 - ``errors``: the one error envelope of spec 7;
 - ``headers``: caching rules, security headers, CORS and gzip;
 - ``access_log``: one line per request, no secrets;
+- ``inflight``: requests in progress, counted, so that background work can yield to them;
 - ``openapi``: the OpenAPI document, built from the declared views;
 - ``fields`` and ``jsonio``: marshmallow fields and JSON in and out.
 """

@@ -14,6 +14,9 @@ from .operations import RULE_VARIABLE, STATUS_DESCRIPTIONS, Operation, declared_
 
 SECURITY_SCHEME = "apiKey"
 
+#: Description of each success status an operation may declare.
+SUCCESS_DESCRIPTIONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content"}
+
 
 def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
     """Return the OpenAPI 3.0.3 document of every operation declared on ``app``'s views.
@@ -79,10 +82,8 @@ def _operation(operation_id: str, op: Operation) -> dict[str, Any]:
             }
         )
         headers["ETag"] = {"schema": {"type": "string"}, "description": "Version of this answer."}
-    success: dict[str, Any] = {"description": "OK" if op.success_status == 200 else "Created"}
-    if op.success_status == 204:
-        success["description"] = "No Content"
-    elif op.response_schema is not None:
+    success: dict[str, Any] = {"description": SUCCESS_DESCRIPTIONS.get(op.success_status, "OK")}
+    if op.success_status != 204 and op.response_schema is not None:
         success["content"] = {"application/json": {"schema": op.response_schema}}
     if headers:
         success["headers"] = headers

@@ -50,7 +50,7 @@ REVALIDATE = "private, no-cache"
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 #: A variable of a werkzeug rule, with or without converter: ``<id>``, ``<int:id>``.
-RULE_VARIABLE = re.compile(r"<(?:[a-z]+(?:\([^)]*\))?:)?([A-Za-z_]+)>")
+RULE_VARIABLE = re.compile(r"<(?:[a-z_]+(?:\([^)]*\))?:)?([A-Za-z_]+)>")
 
 
 @dataclass(frozen=True)
@@ -140,17 +140,32 @@ def parse_body(schema: Schema) -> Any:
     """
     if request.mimetype != JSON_MIMETYPE and not request.mimetype.endswith("+json"):
         raise UnsupportedMediaType("Send the body as JSON, with Content-Type: application/json.")
+    raw = request.get_data(cache=False) or b"null"
     try:
-        document = orjson.loads(request.get_data(cache=False) or b"null")
+        document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadDataError(f"The request body is not valid JSON: {exc}") from exc
     if document is None:
         raise BadDataError("The request needs a JSON body; it had none.")
+    if b"\\u0000" in raw and _holds_nul(document):
+        raise BadDataError("The request body holds a NUL character (\\u0000), which no field accepts.")
     try:
         return schema.load(document)
     except ValidationError as exc:
         details = _at_most(MAX_DETAILS, validation_messages(exc))
         raise BadDataError("Invalid request body: " + "; ".join(details), details=details) from exc
+
+
+def _holds_nul(value: Any) -> bool:
+    """True when a NUL character stands anywhere in ``value``'s strings (keys included):
+    SQLite's text functions stop at it and PostgreSQL refuses it, so no field takes one."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def if_none_match(etag: str) -> str | None:
@@ -291,9 +306,16 @@ def declared_operations(app) -> list[tuple[str, Operation]]:
 
 
 def refuse_large_body() -> None:
-    """Answer 413 before any work when the body exceeds ``MAX_CONTENT_LENGTH``, from its
-    ``Content-Length`` alone."""
-    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    """Answer 413 before any work when the body exceeds the request's limit, from its
+    ``Content-Length`` alone.
+
+    The limit is ``MAX_CONTENT_LENGTH``, unless the view of the request carries its own
+    ``max_content_length`` attribute (bytes; SCIM takes larger bodies than the admin API). It
+    also bounds the reading of a body sent without ``Content-Length``.
+    """
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    limit = getattr(view, "max_content_length", None) or current_app.config["MAX_CONTENT_LENGTH"]
+    request.max_content_length = limit
     if limit is not None and (request.content_length or 0) > limit:
         raise RequestEntityTooLarge()
 
