@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from schemathesis.config import SchemathesisConfig
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
+from schemathesis.config import SchemathesisConfig
 
 from flagadmin.web.operations import declared_operations
 
