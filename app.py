@@ -16,8 +16,9 @@ from flask import Flask
 from . import blueprints
 from .blueprints import docs
 from .config import rate_limit, settings_from_env
-from .store import connect, schema
+from .store import connect, is_postgresql, schema
 from .store import settings as store_settings
+from .store.postgresql import PostgresDatabase
 from .timestamps import SYSTEM_CLOCK
 from .web import database, errors, headers, operations
 from .web.access_log import AccessLog
@@ -36,16 +37,18 @@ DEFAULTS: dict[str, Any] = {
     "ANSWER_CACHE_BYTES": {},  # byte bounds by cache name (see web.state.DEFAULT_CACHE_BYTES)
     "BUSY_TIMEOUT_MS": None,  # how long a connection waits for another writer (None: 10 s)
     "CLOCK": SYSTEM_CLOCK,  # what tells the time (tests give a clock they move by hand)
+    "POOL_SIZE": 10,  # PostgreSQL: connections of this process's pool (serve: threads + 2)
 }
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Return a configured flagadmin application.
 
-    ``config`` keys: ``DATABASE`` (path of the SQLite file; default ``FLAGADMIN_DATABASE`` or
-    ``./flagadmin.db``), ``SETTINGS`` (a :class:`~flagadmin.config.Settings`; default from the
-    environment), the keys of :data:`DEFAULTS`, and any Flask setting. The database is created
-    or upgraded before the app is returned.
+    ``config`` keys: ``DATABASE`` (path of the SQLite file, or a ``postgresql://`` URL; default
+    ``FLAGADMIN_DATABASE`` or ``./flagadmin.db``), ``SETTINGS`` (a
+    :class:`~flagadmin.config.Settings`; default from the environment), the keys of
+    :data:`DEFAULTS`, and any Flask setting. The database is created or upgraded before the app
+    is returned.
 
     :raise flagadmin.store.schema.SchemaError: the database is newer than this code or unreadable.
     :raise flagadmin.config.SettingsError: a setting holds an unusable value.
@@ -70,7 +73,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if app.config["ACCESS_LOG"]:
         app.wsgi_app = AccessLog(app.wsgi_app)
 
-    # 5. Database: create or upgrade it, then keep the app's state (one connection per thread).
+    # 5. Database: create or upgrade it, then keep the app's state (SQLite: a connection per
+    # thread; PostgreSQL: a pool for the process).
     path = str(app.config["DATABASE"])
     schema.ensure_schema(path)
     with connect(path) as conn:
@@ -88,6 +92,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
                 rate_limit("FLAGADMIN_AUTH_FAILURE_LIMIT", settings.auth_failure_limit), clock
             ),
             busy_timeout_ms=app.config["BUSY_TIMEOUT_MS"],
+            pool=PostgresDatabase(path, max_size=app.config["POOL_SIZE"]) if is_postgresql(path) else None,
         ),
     )
     database.init_app(app)

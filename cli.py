@@ -21,7 +21,11 @@ from .config import SettingsError
 from .store import Connection, connect, schema
 
 
-def database_option(help_text: str = "SQLite database file (env FLAGADMIN_DATABASE). Created if missing."):
+def database_option(
+    help_text: str = (
+        "SQLite database file, or a postgresql:// URL (env FLAGADMIN_DATABASE). Created if missing."
+    ),
+):
     """The ``--db PATH`` option every command takes (default ``$FLAGADMIN_DATABASE``)."""
     return click.option(
         "--db",
@@ -32,6 +36,13 @@ def database_option(help_text: str = "SQLite database file (env FLAGADMIN_DATABA
         type=click.Path(dir_okay=False),
         help=help_text,
     )
+
+
+def shown(database: str) -> str:
+    """``database`` as it may be printed: a PostgreSQL URL without its password."""
+    from .store.schema import redacted
+
+    return redacted(database)
 
 
 def open_database(database: str) -> Connection:
@@ -275,9 +286,15 @@ def backup(database: str, path: str, force: bool) -> None:
     Example:
       flagadmin backup /var/backups/flagadmin-$(date +%F).db --db /var/lib/flagadmin/flagadmin.db
     """
+    from .store import is_postgresql
     from .store.backup import BackupError
     from .store.backup import backup as backup_database
 
+    if is_postgresql(database):
+        raise click.ClickException(
+            "backup copies a SQLite file; on PostgreSQL use pg_dump, e.g. "
+            "pg_dump --format=custom --file=flagadmin.dump 'postgresql://...'. Nothing was written."
+        )
     try:
         result = backup_database(database, path, force=force)
     except BackupError as exc:
@@ -325,15 +342,16 @@ def _ensure_admin_token(conn: Connection) -> None:
         click.echo(f"Admin API token (shown once, stored only as a digest): {token}")
 
 
-def _wsgi_app(database: str, base_uri_path: str, access_log: bool):
+def _wsgi_app(database: str, base_uri_path: str, access_log: bool, threads: int = 8):
     """The app, mounted at ``base_uri_path`` so that every other path is a JSON 404 rather
-    than an alias."""
+    than an alias. On PostgreSQL its pool holds a connection per server thread, plus two."""
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
     from .web.errors import outside_base_path
 
+    config = {"DATABASE": database, "BASE_URI_PATH": base_uri_path, "ACCESS_LOG": access_log}
     try:
-        app = create_app({"DATABASE": database, "BASE_URI_PATH": base_uri_path, "ACCESS_LOG": access_log})
+        app = create_app({**config, "POOL_SIZE": threads + 2})
     except (SettingsError, schema.SchemaError) as exc:
         raise click.ClickException(str(exc)) from exc
     return DispatcherMiddleware(outside_base_path, {base_uri_path: app}) if base_uri_path else app
@@ -386,8 +404,8 @@ def serve(
     from .web.inflight import RequestGauge
 
     # Issue 8: the delivery threads yield to requests in progress (see web/inflight.py).
-    wsgi = RequestGauge(_wsgi_app(database, base_uri_path, access_log))
-    click.echo(f"{_version_message()} serving {database} on http://{host}:{port}{base_uri_path}/")
+    wsgi = RequestGauge(_wsgi_app(database, base_uri_path, access_log, threads))
+    click.echo(f"{_version_message()} serving {shown(database)} on http://{host}:{port}{base_uri_path}/")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     worker = _delivery_worker(database, settings, delivery_workers, idle=wsgi.wait_idle).start()
     try:

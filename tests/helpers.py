@@ -90,16 +90,24 @@ class LiveServer:
     """A ``flagadmin serve`` process on 127.0.0.1, started and stopped by the test."""
 
     def __init__(
-        self, db_path: Path, env: dict[str, str] | None = None, threads: int = 8, args: tuple[str, ...] = ()
+        self,
+        database: str | Path,
+        env: dict[str, str] | None = None,
+        threads: int = 8,
+        args: tuple[str, ...] = (),
+        log_dir: Path | None = None,
     ):
+        """Serve ``database`` (a SQLite path or a PostgreSQL URL); the server's output goes to
+        ``log_dir`` (default: the SQLite file's folder)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = db_path.parent / f"server-{self.port}.log"
+        folder = log_dir if log_dir is not None else Path(database).parent
+        self.log = folder / f"server-{self.port}.log"
         command = [
             *FLAGADMIN,
             "serve",
             "--db",
-            str(db_path),
+            str(database),
             "--port",
             str(self.port),
             "--threads",
@@ -169,14 +177,19 @@ SCIM = "/scim/v2/ServiceProviderConfig"
 READS = ("/api/admin/ui-config", "/api/admin/addons/1/events", "/api/admin/archive/features")
 
 
-def table_counts(path: Path) -> dict[str, int]:
-    """Row count of every table of the database at ``path``."""
-    conn = sqlite3.connect(path)
-    try:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] for name in sorted(names)}
-    finally:
-        conn.close()
+def table_names(conn) -> list[str]:
+    """The tables of the database behind a store connection, either engine, sorted."""
+    if conn.dialect == "postgresql":
+        sql = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    return sorted(conn.values(sql))
+
+
+def table_counts(path: str | Path) -> dict[str, int]:
+    """Row count of every table of the database at ``path`` (a SQLite file or a PostgreSQL URL)."""
+    with connect(path) as conn:
+        return {name: conn.value(f'SELECT count(*) FROM "{name}"') for name in table_names(conn)}
 
 
 #: The views of issue 9 (SCIM); they read the columns users gained in schema version 3.
@@ -206,13 +219,23 @@ def users_as_in_version_2(conn: sqlite3.Connection) -> None:
     )
 
 
-def fingerprint(path: Path) -> str:
-    """SHA-256 of the SQL dump of the database: equal fingerprints, equal contents."""
-    conn = sqlite3.connect(path)
-    try:
-        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
-    finally:
-        conn.close()
+def fingerprint(path: str | Path) -> str:
+    """SHA-256 of the database's contents: on SQLite its SQL dump (schema included), on
+    PostgreSQL every row of every table in a fixed order. Equal fingerprints, equal contents."""
+    from flagadmin.store import is_postgresql
+
+    if not is_postgresql(path):
+        conn = sqlite3.connect(path)
+        try:
+            return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
+        finally:
+            conn.close()
+    digest = hashlib.sha256()
+    with connect(path) as conn:
+        for name in table_names(conn):
+            rows = sorted(repr(sorted(row.items())) for row in conn.all(f'SELECT * FROM "{name}"'))
+            digest.update(f"{name}\n".encode() + "\n".join(rows).encode())
+    return digest.hexdigest()
 
 
 def pragma(path: Path, name: str):

@@ -173,7 +173,7 @@ def test_version__version_and_revision(runner):
     assert result.output.strip() == f"flagadmin {__version__} (revision {revision.current()})"
 
 
-def test_create_app__many_apps__never_run_git(db_path, monkeypatch):
+def test_create_app__many_apps__never_run_git(database, monkeypatch):
     """The revision is found once, at build or at start (cli.main), never per app."""
     import subprocess
 
@@ -185,5 +185,5 @@ def test_create_app__many_apps__never_run_git(db_path, monkeypatch):
     monkeypatch.setattr(subprocess, "run", no_subprocess)
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)
     for _ in range(3):
-        app = create_app({"DATABASE": str(db_path)})
+        app = create_app({"DATABASE": database})
         assert app.test_client().get("/health").status_code == 200

@@ -54,9 +54,9 @@ def test_huge_body__413(client, admin_token):
     assert_envelope(response, 413, "ContentTooLargeError")
 
 
-def test_unexpected_failure__json_500_without_traceback(db_path):
+def test_unexpected_failure__json_500_without_traceback(database):
     # Given: an app with a route that fails
-    app = create_app({"DATABASE": str(db_path)})
+    app = create_app({"DATABASE": database})
     broken = Blueprint("broken", __name__)
 
     @broken.get("/api/broken")

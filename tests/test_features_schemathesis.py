@@ -76,7 +76,7 @@ def test_document__flag_routes_and_their_links(make_app):
 
 
 def test_stateful__create_then_update_archive_revive_delete__schemathesis_finds_nothing(
-    make_app, admin_user, db_path
+    make_app, admin_user, database
 ):
     # Given: the links of the document, followed by schemathesis's state machine
     machine = flag_schema(make_app(auth_failure_limit="100000/minute"), admin_user).as_state_machine()
@@ -91,7 +91,7 @@ def test_stateful__create_then_update_archive_revive_delete__schemathesis_finds_
         def teardown(self):
             # Each scenario starts from the demo data: hypothesis replays scenarios, and a
             # flag left by one would make the next one's create a 400
-            with connect(db_path) as conn, conn.write():
+            with connect(database) as conn, conn.write():
                 for name in self.created:
                     store_features.delete(conn, name)
 

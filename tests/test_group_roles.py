@@ -32,8 +32,8 @@ def events_of(db, *types: str) -> list[dict]:
 # --- the command line ------------------------------------------------------------------------------
 
 
-def test_cli__root_role_set_shown_and_removed__with_events(invoke, db_path):
-    db = str(db_path)
+def test_cli__root_role_set_shown_and_removed__with_events(invoke, database):
+    db = database
     # When
     granted = invoke("group-role", "Flag admins", "--root-role", "Admin", db=db)
     shown = invoke("group-role", "FLAG ADMINS", db=db)
@@ -43,7 +43,7 @@ def test_cli__root_role_set_shown_and_removed__with_events(invoke, db_path):
     assert granted.output == "Group 'Flag admins' grants root role Admin (no SCIM group of this name yet).\n"
     assert "root role Admin" in shown.output
     assert removed.output == "Group 'Flag admins' grants nothing (no SCIM group of this name yet).\n"
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         (first, second) = events_of(conn, "group-updated")
     assert first["created_by"] == "flagadmin-cli" and first["data"] == {
         "name": "Flag admins",
@@ -53,8 +53,8 @@ def test_cli__root_role_set_shown_and_removed__with_events(invoke, db_path):
     assert second["data"]["rootRole"] is None
 
 
-def test_cli__project_role__given_and_taken_back_with_events(invoke, db_path):
-    db = str(db_path)
+def test_cli__project_role__given_and_taken_back_with_events(invoke, database):
+    db = database
     given = invoke("group-role", "Checkout team", "--project", "payments", "--role", "Owner", db=db)
     custom = invoke(
         "group-role", "Checkout team", "--project", "payments", "--role", "Release Manager", db=db
@@ -69,7 +69,7 @@ def test_cli__project_role__given_and_taken_back_with_events(invoke, db_path):
     assert "Owner in project payments" in given.output
     assert "Owner, Release Manager in project payments" in custom.output
     assert "Release Manager in project payments" in taken.output
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         rows = events_of(conn, "project-access-group-roles-updated", "project-access-group-roles-deleted")
     assert [r["type"] for r in rows] == ["project-access-group-roles-updated"] * 3 + [
         "project-access-group-roles-deleted"
@@ -81,11 +81,11 @@ def test_cli__project_role__given_and_taken_back_with_events(invoke, db_path):
     assert rows[-1]["data"]["roles"] == []
 
 
-def test_cli__mapping_with_a_scim_group__shows_its_id_and_members(invoke, db_path, client):
-    with connect(db_path) as conn:
+def test_cli__mapping_with_a_scim_group__shows_its_id_and_members(invoke, database, client):
+    with connect(database) as conn:
         scim = Scim(client, new_scim_token(conn))
     scim.create_group("Editors", ["2", "3"])
-    result = invoke("group-role", "editors", "--root-role", "Editor", db=str(db_path))
+    result = invoke("group-role", "editors", "--root-role", "Editor", db=database)
     assert result.output == "Group 'Editors' grants root role Editor (SCIM group id group-1, 2 members).\n"
 
 
@@ -100,32 +100,32 @@ def test_cli__mapping_with_a_scim_group__shows_its_id_and_members(invoke, db_pat
         (("--root-role", "Owner"), "Invalid value for '--root-role'"),
     ],
 )
-def test_cli__bad_mapping__nonzero_exit_message_nothing_written(invoke, db_path, args, message):
-    result = invoke("group-role", "Team", *args, db=str(db_path))
+def test_cli__bad_mapping__nonzero_exit_message_nothing_written(invoke, database, args, message):
+    result = invoke("group-role", "Team", *args, db=database)
     assert result.exit_code != 0
     assert message in result.output
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         assert conn.value("SELECT count(*) FROM events") == 0
 
 
-def test_cli__empty_group_name__refused(invoke, db_path):
-    result = invoke("group-role", " ", "--root-role", "Admin", db=str(db_path))
+def test_cli__empty_group_name__refused(invoke, database):
+    result = invoke("group-role", " ", "--root-role", "Admin", db=database)
     assert result.exit_code == 1 and "must not be empty" in result.output
 
 
-def test_cli__as_a_process__the_contract_scripts_use(db_path):
-    result = flagadmin("group-role", "Ops", "--root-role", "Editor", "--db", str(db_path))
+def test_cli__as_a_process__the_contract_scripts_use(database):
+    result = flagadmin("group-role", "Ops", "--root-role", "Editor", "--db", database)
     assert result.returncode == 0, result.stderr
     assert "grants root role Editor" in result.stdout
 
 
-def test_create_token__user_deactivated_by_the_directory__refused(invoke, db_path, client):
-    with connect(db_path) as conn:
+def test_create_token__user_deactivated_by_the_directory__refused(invoke, database, client):
+    with connect(database) as conn:
         scim = Scim(client, new_scim_token(conn))
     scim.patch("/Users/3", {"op": "replace", "path": "active", "value": False})
-    result = invoke("create-token", "--user", "victor", db=str(db_path))
+    result = invoke("create-token", "--user", "victor", db=database)
     assert result.exit_code == 1 and "deactivated by the identity provider" in result.output
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         assert conn.value("SELECT count(*) FROM api_tokens WHERE user_id = 3") == 0
 
 

@@ -98,10 +98,10 @@ def test_cors__configured__allowed_origin_only_and_admin_api_only(make_app, admi
     assert "authorization" in preflight.headers["Access-Control-Allow-Headers"].lower()
 
 
-def test_cors_origins__from_environment__parsed_and_applied(monkeypatch, db_path, admin_token):
+def test_cors_origins__from_environment__parsed_and_applied(monkeypatch, database, admin_token):
     monkeypatch.setenv("FLAGADMIN_CORS_ORIGINS", "https://ui.example, http://localhost:3000")
     assert settings_from_env().cors_origins == ("https://ui.example", "http://localhost:3000")
-    client = create_app({"DATABASE": str(db_path)}).test_client()
+    client = create_app({"DATABASE": database}).test_client()
     response = client.get(UI, headers={**auth(admin_token), "Origin": "http://localhost:3000"})
     assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
 

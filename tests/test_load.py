@@ -74,7 +74,7 @@ class Tally:
 
 @pytest.mark.slow
 def test_load__64_connections_30_seconds_all_operations__no_5xx_no_lock_errors_same_answers(
-    live_server, db_path, make_token
+    live_server, database, make_token
 ):
     """Spec 4.1 to 4.5 under load: every answer is the one given without load (bodies of 4.1,
     4.2, 4.3, 4.4 equal the baseline but for volatile fields; 4.5 a fresh token each time), no
@@ -164,5 +164,5 @@ def test_load__64_connections_30_seconds_all_operations__no_5xx_no_lock_errors_s
     assert len(tally.tokens) == tally.by_operation["4.5"], "a SCIM token was handed out twice"
     log = server.log.read_text()
     assert "locked" not in log and "Traceback" not in log and " ERROR " not in log
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         assert scim_tokens.active_count(conn) == 1

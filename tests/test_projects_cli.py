@@ -22,11 +22,11 @@ from helpers import auth
 
 
 @pytest.fixture
-def cli(invoke, db_path):
+def cli(invoke, database):
     """Run a command on the test's (demo) database."""
 
     def run(*args: str):
-        return invoke(*args, db=str(db_path))
+        return invoke(*args, db=database)
 
     return run
 

@@ -177,22 +177,22 @@ def nested(depth: int) -> dict:
     ],
 )
 def test_create_user__hostile_body__scim_error_and_nothing_written(
-    scim, db_path, name, data, content_type, status, scim_type
+    scim, database, name, data, content_type, status, scim_type
 ):
     # Given
-    before = fingerprint(db_path)
+    before = fingerprint(database)
     # When
     response = raw(scim, "POST", "/Users", data, content_type)
     # Then
     assert_scim_error(response, status, scim_type)
-    assert fingerprint(db_path) == before, name
+    assert fingerprint(database) == before, name
 
 
-def test_create_user__body_over_the_limit__413_scim_error(scim, db_path):
-    before = fingerprint(db_path)
+def test_create_user__body_over_the_limit__413_scim_error(scim, database):
+    before = fingerprint(database)
     huge = orjson.dumps({**user_body("big"), "padding": "x" * (3 * 1024 * 1024)})
     assert_scim_error(raw(scim, "POST", "/Users", huge), 413)
-    assert fingerprint(db_path) == before
+    assert fingerprint(database) == before
 
 
 def test_admin_api__keeps_its_own_smaller_limit(client, admin_token):
@@ -247,15 +247,15 @@ def test_create_user__schemas_without_the_core_one__400_naming_it(scim):
         ),
     ],
 )
-def test_patch_user__hostile_operations__400_and_nothing_written(scim, db_path, name, body, scim_type):
+def test_patch_user__hostile_operations__400_and_nothing_written(scim, database, name, body, scim_type):
     # Given
     user = scim.create_user("target@example.com")
-    before = fingerprint(db_path)
+    before = fingerprint(database)
     # When
     response = scim.request("PATCH", f"/Users/{user['id']}", body)
     # Then
     assert_scim_error(response, 400, scim_type)
-    assert fingerprint(db_path) == before, name
+    assert fingerprint(database) == before, name
 
 
 def test_patch_user__unknown_attributes_and_schemas__ignored_200(scim):
@@ -283,29 +283,29 @@ def test_patch_user__unknown_attributes_and_schemas__ignored_200(scim):
         {"op": "replace", "path": "displayName", "value": "x" * 2000},
     ],
 )
-def test_patch_group__hostile_member_operations__400_and_nothing_written(scim, db, db_path, operation):
+def test_patch_group__hostile_member_operations__400_and_nothing_written(scim, db, database, operation):
     # Given
     group = scim.create_group("Hostile", [str(db.value("SELECT id FROM users WHERE username = 'bob'"))])
-    before = fingerprint(db_path)
+    before = fingerprint(database)
     # When
     response = scim.patch(f"/Groups/{group['id']}", operation)
     # Then
     assert response.status_code == 400, response.get_json()
     assert response.get_json()["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:Error"]
-    assert fingerprint(db_path) == before
+    assert fingerprint(database) == before
 
 
-def test_create_group__10000_members_of_which_one_unknown__400_and_nothing_written(scim, db, db_path):
+def test_create_group__10000_members_of_which_one_unknown__400_and_nothing_written(scim, db, database):
     # Given
     ids = bulk_users(db, 9_999, prefix="crowd")
-    before = fingerprint(db_path)
+    before = fingerprint(database)
     members = [{"value": str(i)} for i in ids] + [{"value": "999999"}]
     # When
     response = scim.post("/Groups", {"schemas": [GROUP_SCHEMA], "displayName": "Crowd", "members": members})
     # Then
     body = assert_scim_error(response, 400, "invalidValue")
     assert "999999" in body["detail"]
-    assert fingerprint(db_path) == before
+    assert fingerprint(database) == before
 
 
 def test_create_group__10000_members__201(scim, db):

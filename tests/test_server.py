@@ -13,7 +13,7 @@ GENERATE = "/api/admin/scim-settings/generate-new-token"
 SCIM = "/scim/v2/ServiceProviderConfig"
 
 
-def test_serve__twenty_concurrent_generations__exactly_one_scim_token_accepted(live_server, db_path):
+def test_serve__twenty_concurrent_generations__exactly_one_scim_token_accepted(live_server, database):
     # Given: a server whose admin token comes from FLAGADMIN_ADMIN_TOKEN
     admin = new_admin_token()
     server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin})
@@ -30,18 +30,18 @@ def test_serve__twenty_concurrent_generations__exactly_one_scim_token_accepted(l
         t for t in generated if server.request("GET", SCIM, {"Authorization": f"Bearer {t}"}).status == 200
     ]
     assert len(accepted) == 1
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         assert scim_tokens.active_count(conn) == 1
 
 
-def test_serve__fixed_admin_token__valid_on_every_start_and_idempotent(live_server, db_path):
+def test_serve__fixed_admin_token__valid_on_every_start_and_idempotent(live_server, database):
     admin = new_admin_token()
     for _ in range(2):
         server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin})
         reply = server.request("GET", "/api/admin/ui-config", {"Authorization": admin})
         assert reply.status == 200 and reply.json()["version"]
         server.stop()
-    with connect(db_path) as conn:
+    with connect(database) as conn:
         assert conn.value("SELECT count(*) FROM api_tokens WHERE kind = 'admin'") == 1
 
 

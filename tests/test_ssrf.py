@@ -143,7 +143,7 @@ def test_save__private_allowed__any_address_passes(make_app, admin_token):
 
 
 def test_send__saved_while_allowed_then_not__blocked_at_connect_nothing_sent(
-    make_app, admin_token, db, db_path, receiver
+    make_app, admin_token, db, database, receiver
 ):
     """The check runs again when sending: a configuration saved while private addresses were
     allowed is blocked once they are not (as it would be if its name's DNS changed)."""
@@ -158,7 +158,7 @@ def test_send__saved_while_allowed_then_not__blocked_at_connect_nothing_sent(
         event_id = events.record(db, "feature-created", events.COMMAND_LINE)
     # When: delivered by a worker that does not allow them
     worker = delivery.Worker(
-        str(db_path),
+        database,
         Settings(delivery_timeout=1.0, delivery_retry_schedule=(0.1,), delivery_poll_interval=0.05),
     ).start()
     try:

@@ -137,14 +137,14 @@ def newest(db) -> dict:
     return store_events.latest(db, limit=1)[0]
 
 
-def test_create_token__admin__api_token_created_by_the_command_line_without_the_secret(invoke, db_path):
+def test_create_token__admin__api_token_created_by_the_command_line_without_the_secret(invoke, database):
     # When
-    result = invoke("create-token", "--admin", "--name", "ci", db=str(db_path))
+    result = invoke("create-token", "--admin", "--name", "ci", db=database)
     # Then
     token = result.output.strip()
     from flagadmin.store import connect
 
-    with connect(db_path) as db:
+    with connect(database) as db:
         event = newest(db)
         stored_digest = db.value("SELECT digest FROM api_tokens ORDER BY id DESC LIMIT 1")
     assert event["type"] == "api-token-created"
@@ -162,19 +162,19 @@ def test_create_token__admin__api_token_created_by_the_command_line_without_the_
     assert token not in text and stored_digest not in text
 
 
-def test_create_and_revoke_token__personal__pat_created_then_pat_deleted_once(invoke, db_path):
+def test_create_and_revoke_token__personal__pat_created_then_pat_deleted_once(invoke, database):
     from flagadmin.store import connect
 
     # Given
-    invoke("create-token", "--user", "alice", "--expires-in", "P30D", db=str(db_path))
-    with connect(db_path) as db:
+    invoke("create-token", "--user", "alice", "--expires-in", "P30D", db=database)
+    with connect(database) as db:
         created = newest(db)
     token_id = created["data"]["id"]
     # When: revoked twice
-    invoke("revoke-token", str(token_id), db=str(db_path))
-    invoke("revoke-token", str(token_id), db=str(db_path))
+    invoke("revoke-token", str(token_id), db=database)
+    invoke("revoke-token", str(token_id), db=database)
     # Then
-    with connect(db_path) as db:
+    with connect(database) as db:
         latest = store_events.latest(db, limit=3)
     assert created["type"] == "pat-created"
     assert created["data"]["username"] == "alice" and created["data"]["expiresAt"]
@@ -182,14 +182,14 @@ def test_create_and_revoke_token__personal__pat_created_then_pat_deleted_once(in
     assert latest[0]["data"]["id"] == token_id
 
 
-def test_revoke_token__admin__api_token_deleted_with_pre_data(invoke, db_path):
+def test_revoke_token__admin__api_token_deleted_with_pre_data(invoke, database):
     from flagadmin.store import connect
 
-    invoke("create-token", "--admin", db=str(db_path))
-    with connect(db_path) as db:
+    invoke("create-token", "--admin", db=database)
+    with connect(database) as db:
         token_id = newest(db)["data"]["id"]
-    invoke("revoke-token", str(token_id), db=str(db_path))
-    with connect(db_path) as db:
+    invoke("revoke-token", str(token_id), db=database)
+    with connect(database) as db:
         event = newest(db)
     assert event["type"] == "api-token-deleted"
     assert event["data"] is None and event["preData"]["id"] == token_id
@@ -204,7 +204,7 @@ def test_seed__a_bootstrap__writes_no_events(invoke):
         assert db.value("SELECT count(*) FROM events") == 0
 
 
-def test_serve__fixed_admin_token__api_token_created_once(live_server, db_path):
+def test_serve__fixed_admin_token__api_token_created_once(live_server, database):
     # Given / When: two starts with the same FLAGADMIN_ADMIN_TOKEN
     admin = tokens.new_admin_token()
     env = {"FLAGADMIN_ADMIN_TOKEN": admin, "FLAGADMIN_DELIVERY_WORKERS": "0"}
@@ -213,7 +213,7 @@ def test_serve__fixed_admin_token__api_token_created_once(live_server, db_path):
     # Then: one event, and the token works
     from flagadmin.store import connect
 
-    with connect(db_path) as db:
+    with connect(database) as db:
         types = [e["type"] for e in store_events.latest(db, limit=50)]
     assert types.count("api-token-created") == 1
     assert server.request("GET", "/api/admin/addons", auth(admin)).status == 200

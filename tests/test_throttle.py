@@ -89,9 +89,9 @@ def test_auth_failure_limit__default__30_a_minute_as_the_readme_says(make_app):
     assert "| `FLAGADMIN_AUTH_FAILURE_LIMIT` | `30/minute` |" in readme
 
 
-def test_auth_failure_limit__from_environment__applied(monkeypatch, db_path):
+def test_auth_failure_limit__from_environment__applied(monkeypatch, database):
     monkeypatch.setenv("FLAGADMIN_AUTH_FAILURE_LIMIT", "2/minute")
-    client = create_app({"DATABASE": str(db_path)}).test_client()
+    client = create_app({"DATABASE": database}).test_client()
     assert [client.get(UI).status_code for _ in range(3)] == [401, 401, 429]
 
 
@@ -101,7 +101,7 @@ def test_auth_failure_limit__unusable__refused_naming_the_variable(value):
         settings_from_env({"FLAGADMIN_AUTH_FAILURE_LIMIT": value})
 
 
-def test_serve__unusable_auth_failure_limit__refused_at_start(invoke, db_path):
-    result = invoke("serve", "--port", "0", db=str(db_path), env={"FLAGADMIN_AUTH_FAILURE_LIMIT": "lots"})
+def test_serve__unusable_auth_failure_limit__refused_at_start(invoke, database):
+    result = invoke("serve", "--port", "0", db=database, env={"FLAGADMIN_AUTH_FAILURE_LIMIT": "lots"})
     assert result.exit_code != 0
     assert "FLAGADMIN_AUTH_FAILURE_LIMIT" in result.output

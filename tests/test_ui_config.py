@@ -53,13 +53,13 @@ def test_ui_config__resource_limits__documented_defaults(client, admin_token):
     assert body["strategySegmentsLimit"] == 5
 
 
-def test_ui_config__instance_id__stable_across_restarts(db_path, admin_token):
-    first = create_app({"DATABASE": str(db_path)}).test_client().get(PATH, headers=auth(admin_token))
-    second = create_app({"DATABASE": str(db_path)}).test_client().get(PATH, headers=auth(admin_token))
+def test_ui_config__instance_id__stable_across_restarts(database, admin_token):
+    first = create_app({"DATABASE": database}).test_client().get(PATH, headers=auth(admin_token))
+    second = create_app({"DATABASE": database}).test_client().get(PATH, headers=auth(admin_token))
     assert first.get_json()["instanceId"] == second.get_json()["instanceId"]
 
 
-def test_ui_config__environment_settings__served(db_path, admin_token, monkeypatch, assert_valid):
+def test_ui_config__environment_settings__served(database, admin_token, monkeypatch, assert_valid):
     # Given
     for name, value in {
         "FLAGADMIN_SERVICE_URL": "https://flags.example.com",
@@ -73,7 +73,7 @@ def test_ui_config__environment_settings__served(db_path, admin_token, monkeypat
         "FLAGADMIN_GIT_REVISION": "deadbeef",
     }.items():
         monkeypatch.setenv(name, value)
-    app = create_app({"DATABASE": str(db_path), "BASE_URI_PATH": "/flags"})
+    app = create_app({"DATABASE": database, "BASE_URI_PATH": "/flags"})
     # When
     response = app.test_client().get(PATH, headers=auth(admin_token))
     # Then

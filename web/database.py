@@ -1,30 +1,38 @@
-"""Per-thread database access for request code.
+"""Database access for request code: one connection per waitress thread (SQLite), or one
+borrowed from the process's pool for each request (PostgreSQL).
 
-Each waitress thread opens one connection on its first request and keeps it for the life of
-the app: opening a connection and setting its pragmas costs more than most requests. A
-connection never leaves its thread. A request that failed with a transaction still open has it
-rolled back at teardown, so the thread's next request starts clean.
+On SQLite each thread opens one connection on its first request and keeps it for the life of
+the app: opening a connection and setting its pragmas costs more than most requests, and a
+connection never leaves its thread. On PostgreSQL a request borrows a connection from the app's
+pool on first use and gives it back when the request ends (after a streamed body is sent).
+Either way a request that failed with a transaction still open has it rolled back at teardown,
+so the next request starts clean.
 """
 
 from __future__ import annotations
 
-from flask import Flask, request
+from flask import Flask, g, request
 
 from ..store import Connection, connect, settings
 from .state import state
 
 
 def connection() -> Connection:
-    """Return the calling thread's connection to the app's database, opened on first use.
+    """Return the connection of the current request to the app's database.
 
-    :raise flagadmin.store.Unavailable: the database cannot be opened.
+    :raise flagadmin.store.Unavailable: the database cannot be opened or reached, or (on
+        PostgreSQL) no pooled connection was free in time.
     """
     app_state = state()
+    if app_state.pool is not None:
+        conn = g.get("flagadmin_connection")
+        if conn is None:
+            conn = g.flagadmin_connection = app_state.pool.connect()
+        return conn
     conn = getattr(app_state.connections, "conn", None)
     if conn is None:
-        conn = app_state.connections.conn = connect(
-            app_state.database, busy_timeout_ms=app_state.busy_timeout_ms
-        )
+        conn = connect(app_state.database, busy_timeout_ms=app_state.busy_timeout_ms)
+        app_state.connections.conn = conn
     return conn
 
 
@@ -45,8 +53,15 @@ def versions() -> settings.Versions:
 
 
 def end_transaction(exc: BaseException | None = None) -> None:
-    """Roll back a transaction a failed request left open, so the next one starts clean."""
-    conn = getattr(state().connections, "conn", None)
+    """Roll back a transaction a failed request left open; give a borrowed connection back."""
+    app_state = state()
+    if app_state.pool is not None:
+        conn = g.pop("flagadmin_connection", None)
+        if conn is not None:
+            conn.rollback()
+            conn.close()
+        return
+    conn = getattr(app_state.connections, "conn", None)
     if conn is not None:
         conn.rollback()
 

@@ -60,8 +60,8 @@ class AppState:
     """Per-app state: settings, where the database is, the clock, the caches, the throttle of
     failed authentications and each waitress thread's database connection.
 
-    ``database`` is the SQLite file's path; ``base_uri_path`` the prefix the app is mounted
-    under (``""`` for none); ``instance_id`` the UUID stored in the database (spec 2.5);
+    ``database`` is the SQLite file's path or the PostgreSQL URL; ``base_uri_path`` the prefix
+    the app is mounted under (``""`` for none); ``instance_id`` the UUID stored in the database (spec 2.5);
     ``busy_timeout_ms`` how long a connection waits for another writer.
     """
 
@@ -73,6 +73,9 @@ class AppState:
     caches: Caches
     throttle: Any
     busy_timeout_ms: int | None = None
+    #: On PostgreSQL, the process's connection pool (:class:`~flagadmin.store.postgresql.PostgresDatabase`);
+    #: None on SQLite, where each thread keeps its own connection in ``connections``.
+    pool: Any = None
     connections: threading.local = field(default_factory=threading.local)
 
 
