@@ -16,6 +16,12 @@ serve``, or ``flagadmin deliver``) then, for each delivery:
 A worker killed between 1 and 3 loses nothing: its lease ends and another attempt follows
 (the receiver may then see the same ``webhook-id`` twice: at least once, not exactly once).
 
+Any number of workers, in any number of processes (``serve`` on several hosts, ``deliver``
+beside them), may share one database (issue 12): claims and recorded outcomes all run under
+the write lock ``integration_deliveries`` (SQLite's one writer; on PostgreSQL an advisory
+transaction lock), and a claim takes a row only if it is still due, so no attempt is made
+twice while every worker lives (:func:`flagadmin.store.deliveries.claim`).
+
 Retries: transport errors, timeouts, 408, 429 and 5xx are retried after the delays of the
 retry schedule (``FLAGADMIN_DELIVERY_RETRY_SCHEDULE``, each with +/-20 % jitter, and never
 sooner than the answer's ``Retry-After``); 3xx (redirects are not followed), other 4xx, a
@@ -256,6 +262,8 @@ def record(
         event=attempted.event_json,
         details=orjson.dumps(attempted.details),
     )
+    if row is None:  # deleted by another process since it was read (PostgreSQL)
+        return None
     keep, max_age = retention_of(config, policy)
     store_log.prune(conn, integration_id, keep=keep, before=clock.now_rfc3339(timedelta(seconds=-max_age)))
     return row
@@ -340,6 +348,16 @@ def sweep(conn: Connection, policy: Policy, clock: Clock) -> int:
     while store_deliveries.purge_finished(conn, before) > 0:
         pass
     return deleted
+
+
+def _discard(conn: Connection | None) -> None:
+    """Close ``conn`` (whatever state it is in); return None, the connection to use next."""
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            conn.rollback()
+        with contextlib.suppress(Exception):
+            conn.close()
+    return None
 
 
 class Worker:
@@ -453,6 +471,9 @@ class Worker:
             except StoreError as exc:
                 log.warning("delivery: the database is unavailable (%s); retrying shortly", exc)
                 claimed = None
+                # A fresh connection next time: a PostgreSQL server that went away and came
+                # back does not revive the old one.
+                conn = _discard(conn)
                 self._stopping.wait(min(self.policy.poll_interval, 1.0))
             except Exception:
                 log.exception("delivery: unexpected failure; the delivery will be retried after its lease")

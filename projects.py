@@ -15,13 +15,17 @@ from typing import Any
 from . import events
 from .events import Actor
 from .features import ENVIRONMENT_TYPES, name_problem
+from .features import LOCK as FEATURES_LOCK
 from .store import Connection
 from .store import environments as store_environments
 from .store import projects as store_projects
 from .timestamps import SYSTEM_CLOCK, Clock
 
-#: The transaction's lock name for project changes.
-LOCK = "projects"
+#: The transaction's lock name for project, role and environment changes: the flags' own, as
+#: these read and write what flag changes do (a project's flags before it is deleted, every
+#: live flag when an environment is added, the roles behind permissions): on PostgreSQL they
+#: serialise as SQLite's one writer serialises everything (issue 12).
+LOCK = FEATURES_LOCK
 
 #: Stands for "leave as it is" where None is a value (a description removed).
 UNCHANGED: Any = object()

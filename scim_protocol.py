@@ -63,6 +63,10 @@ LIST_RESPONSE_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 #: Resources per list page at most (``filter.maxResults``, ``pagination.maxPageSize``); also
 #: the page size when a request gives no ``count``.
 MAX_RESULTS = 200
+
+#: The largest ``startIndex`` taken: a signed 64-bit integer (what JSON encoders and the
+#: databases' OFFSET take); a larger one is refused, never answered 500.
+MAX_START_INDEX = 2**63 - 1
 #: Request bodies larger than this are refused with 413 (a PUT of a 10,000-member group is
 #: about 600 KB).
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -361,10 +365,13 @@ def paging(args: dict[str, str]) -> tuple[int, int]:
     1-based (below 1: 1), ``count`` defaults to and is capped at :data:`MAX_RESULTS` (negative:
     0, which asks for the total alone).
 
-    :raise SCIMException: 400 ``invalidValue`` when either is not an integer.
+    :raise SCIMException: 400 ``invalidValue`` when either is not an integer, or ``startIndex``
+        is above :data:`MAX_START_INDEX`.
     """
     start = _integer(args, "startIndex")
     count = _integer(args, "count")
+    if start is not None and start > MAX_START_INDEX:
+        raise InvalidValueException(detail=f"startIndex must be at most {MAX_START_INDEX}.")
     start = 1 if start is None or start < 1 else start
     count = MAX_RESULTS if count is None else min(max(count, 0), MAX_RESULTS)
     return start, count

@@ -7,6 +7,14 @@ document of one call and writes all of them in one transaction, or refuses and w
 :func:`load_files` reads files and folders of them first.
 
 A seed load is a bootstrap: it writes no system events (spec 2.3) and delivers nothing.
+
+It behaves the same on both engines (issue 12). No text may hold the character NUL (U+0000),
+which PostgreSQL cannot store: a document with one is refused, naming where. The load
+serialises with every writer of what it writes (:data:`SEED_LOCKS`): on SQLite the one writer
+does that; on PostgreSQL, where each kind of change takes its own write lock, the seed takes
+all of theirs, so that an id or a name it checks cannot be taken by another process before it
+commits. Ids given by a seed (users, integrations) are the ones later ids continue from: both
+engines give a new user or integration the largest id plus one, never a sequence's.
 """
 
 from __future__ import annotations
@@ -20,15 +28,21 @@ from typing import Any
 import orjson
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from . import features
 from .features import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from .records import EventSchema
 from .spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
-from .store import Connection
+from .store import Conflict, Connection
 from .store import seed as store_seed
 from .web.fields import Timestamp, validation_messages
 
 _ID = validate.Range(min=1, max=2**63 - 1)
 _TEXT = validate.Length(min=1)
+
+#: The write locks of the changes whose tables a seed writes: flags, projects and environments
+#: (:data:`flagadmin.features.LOCK`), users (the directory's ``max(id) + 1``), integration
+#: configurations (``max(id) + 1``) and their logs (``max(seq) + 1``). See the module's text.
+SEED_LOCKS: tuple[str, ...] = (features.LOCK, "directory", "integrations", "integration_events")
 
 
 class SeedError(ValueError):
@@ -186,11 +200,34 @@ def validate_document(source: str, raw: Any) -> Loaded:
     """
     if not isinstance(raw, dict):
         raise SeedError([f"{source}: a seed document is a JSON object of lists"])
+    nul = _nul_problems(raw)
+    if nul:
+        raise SeedError([f"{source}: {_record_path(raw, p)}" for p in nul])
     try:
         return Loaded(source, SeedDocument().load(raw))
     except ValidationError as exc:
         problems = [_record_path(raw, m) for m in validation_messages(exc)]
         raise SeedError([f"{source}: {p}" for p in problems]) from exc
+
+
+def _nul_problems(value: Any, path: str = "") -> list[str]:
+    """Where ``value`` (parsed JSON) holds a text with NUL, as ``users.3.name: ...`` messages
+    (the first few), keys included."""
+    problems: list[str] = []
+    if isinstance(value, str):
+        if "\x00" in value:
+            problems.append(f"{path}: must not contain the character NUL (U+0000)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if "\x00" in key:
+                problems.append(f"{path or 'document'}: a key must not contain the character NUL (U+0000)")
+            else:
+                problems.extend(_nul_problems(item, where))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problems.extend(_nul_problems(item, f"{path}.{index}"))
+    return problems[:10]
 
 
 def _record_path(raw: dict, message: str) -> str:
@@ -285,11 +322,18 @@ def load_documents(conn: Connection, documents: Iterable[Any | tuple[str, Any]])
     if problems:
         raise SeedError(problems)
     # The check and the writes share one write transaction, so nothing can slip in between.
-    with conn.write("seed"):
-        problems = check_references(conn, loaded)
-        if problems:
-            raise SeedError(problems)
-        return store_seed.insert_documents(conn, [d.data for d in loaded])
+    try:
+        with conn.write("seed"):
+            store_seed.lock_also(conn, SEED_LOCKS)
+            problems = check_references(conn, loaded)
+            if problems:
+                raise SeedError(problems)
+            return store_seed.insert_documents(conn, [d.data for d in loaded])
+    except Conflict as exc:
+        # only a writer that takes none of SEED_LOCKS can get here; nothing was written
+        raise SeedError(
+            [f"a record of the seed was stored meanwhile by another writer ({exc}); nothing was written"]
+        ) from exc
 
 
 def load_files(conn: Connection, paths: Iterable[str | Path]) -> dict[str, int]:

@@ -5,6 +5,8 @@ Usage (from the repository root)::
 
     python bench/deliveries.py                          # 10,000 changes, 5 integrations
     python bench/deliveries.py --changes 300 --quick    # a quick check
+    python bench/deliveries.py --db postgresql://postgres@/flagadmin_bench?host=/run/postgresql \
+        --processes 2 --quick                           # on PostgreSQL, two serve processes
 
 For each mode (``without``: no integration handles the changes; ``with``: ``--integrations``
 enabled webhooks take every event type), on a fresh copy of the demo database: start
@@ -19,6 +21,15 @@ The change is a parameter (``--kind``): ``flag`` creates a flag (``POST
 description of a disabled webhook configuration (``PUT /api/admin/addons/{id}``, event
 ``addon-config-updated``); ``auto`` takes ``flag`` when the server has the route.
 
+Engines (issue 12): by default each mode runs on a copy of a SQLite file. ``--db`` with a
+PostgreSQL URL runs them on that server instead: the URL's user must be allowed to create
+databases; the bench makes ``<name>_template`` (the demo data), then ``<name>_without`` and
+``<name>_with`` from it for each mode (``<name>``: the URL's database). ``--processes 2``
+starts two ``flagadmin serve`` processes on the same database (pinned to cores 0 and 1, the
+receiver sharing core 1), the writers spread over both, every process delivering: on
+PostgreSQL, the claims of both processes queue on one advisory lock, so no delivery is
+attempted twice (the report counts attempts against deliveries).
+
 Rounds (``--rounds``, default 3) alternate the two modes, on a machine that may be busy
 with other work; the report gives each round and the median of the p50 ratios. Reports, per
 mode: the change's latency (p50/p95/p99), the ratio of the p50s (target: within 1.2),
@@ -31,6 +42,7 @@ paging latency during the burst and its page errors. Prints Markdown; writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -53,7 +65,8 @@ from procs import HOST, Server, flagadmin_command, free_port  # noqa: E402
 
 from flagadmin.seed_documents import demo_files, load_files  # noqa: E402
 from flagadmin.spec import EVENT_TYPES  # noqa: E402
-from flagadmin.store import connect, schema, tokens  # noqa: E402
+from flagadmin.store import connect, is_postgresql, schema, tokens  # noqa: E402
+from flagadmin.store import integrations as store_integrations  # noqa: E402
 from flagadmin.timestamps import parse_rfc3339  # noqa: E402
 
 EVENT_OF_KIND = {"flag": "feature-created", "addon": "addon-config-updated"}
@@ -87,41 +100,92 @@ def serve_receiver(port: int) -> None:
 # --- set-up ---------------------------------------------------------------------------------
 
 
-def template(work: Path) -> tuple[Path, str]:
-    """The demo database (its own webhooks disabled) with an admin token; built once."""
+def _demo(target: str | Path) -> str:
+    """Load the demo data into ``target`` (its own webhooks disabled) with an admin token;
+    return the token."""
+    schema.ensure_schema(target)
+    token = tokens.new_admin_token()
+    with connect(target) as conn:
+        load_files(conn, demo_files())
+        with conn.write():
+            conn.run("UPDATE integrations SET enabled = 0")
+        tokens.insert_token(conn, token, kind="admin", name="bench")
+        if not is_postgresql(target):
+            conn.pragma("wal_checkpoint(TRUNCATE)")
+    return token
+
+
+def template(work: Path, url: str | None = None) -> tuple[Path | str, str]:
+    """The demo database (its own webhooks disabled) with an admin token: a SQLite file built
+    once, or (``url``) a PostgreSQL template database built afresh."""
+    if url is not None:
+        target = _database_url(url, "template")
+        _recreate(url, "template")
+        return target, _demo(target)
     path = work / "template.db"
     token_file = work / "template.token"
     if path.exists() and token_file.exists():
         return path, token_file.read_text()
     path.unlink(missing_ok=True)
-    schema.ensure_schema(path)
-    token = tokens.new_admin_token()
-    with connect(path) as conn:
-        load_files(conn, demo_files())
-        with conn.write():
-            conn.run("UPDATE integrations SET enabled = 0")
-        tokens.insert_token(conn, token, kind="admin", name="bench")
-        conn.pragma("wal_checkpoint(TRUNCATE)")
+    token = _demo(path)
     token_file.write_text(token)
     return path, token
 
 
-def add_webhooks(db: Path, receiver: int, count: int) -> list[int]:
+def _database_url(url: str, suffix: str) -> str:
+    """The URL of the bench's database ``<name>_<suffix>`` on the server of ``url``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/") or "flagadmin_bench"
+    return urlunsplit(parts._replace(path=f"/{name}_{suffix}"))
+
+
+def _recreate(url: str, suffix: str, template_suffix: str | None = None) -> str:
+    """Drop and create the database ``<name>_<suffix>`` (a copy of ``<name>_<template_suffix>``
+    when given); return its URL."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    target = _database_url(url, suffix)
+    name = urlsplit(target).path.lstrip("/")
+    admin = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    copy = (
+        f' TEMPLATE "{urlsplit(_database_url(url, template_suffix)).path.lstrip("/")}"'
+        if template_suffix
+        else ""
+    )
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
+    return target
+
+
+def fresh_database(args, work: Path, base: Path | str, mode: str) -> Path | str:
+    """The database of one mode: a copy of the template (a file, or a PostgreSQL database)."""
+    if args.db is not None:
+        return _recreate(args.db, mode, "template")
+    db = work / f"{mode}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(base, db)
+    return db
+
+
+def add_webhooks(db: Path | str, receiver: int, count: int) -> list[int]:
     """``count`` enabled webhooks to the receiver, taking every event type; return their ids."""
     ids = []
-    with connect(db) as conn, conn.write():
+    with connect(db) as conn, conn.write("integrations"):
         for n in range(count):
-            ids.append(
-                conn.insert(
-                    "INSERT INTO integrations (provider, description, enabled, events, parameters)"
-                    " VALUES ('webhook', ?, 1, ?, ?)",
-                    [
-                        f"bench receiver {n}",
-                        json.dumps(list(EVENT_TYPES)),
-                        json.dumps({"url": f"http://{HOST}:{receiver}/hook/{n}"}),
-                    ],
-                )
-            )
+            config = {
+                "provider": "webhook",
+                "description": f"bench receiver {n}",
+                "enabled": True,
+                "events": list(EVENT_TYPES),
+                "parameters": {"url": f"http://{HOST}:{receiver}/hook/{n}"},
+            }
+            ids.append(store_integrations.insert(conn, config, created_at="2026-01-01T00:00:00.000Z"))
     return ids
 
 
@@ -178,14 +242,17 @@ def addon_body(receiver: int, description: str) -> dict:
 # --- one mode -------------------------------------------------------------------------------
 
 
-def burst(port: int, token: str, kind: str, changes: int, clients: int, run: str, target: int, receiver: int):
-    """Send ``changes`` changes from ``clients`` threads; return (latencies s, statuses)."""
+def burst(
+    ports: list[int], token: str, kind: str, changes: int, clients: int, run: str, target: int, receiver: int
+):
+    """Send ``changes`` changes from ``clients`` threads, spread over the servers of ``ports``;
+    return (latencies s, statuses)."""
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     lock = threading.Lock()
     counter = iter(range(changes))
 
-    def client() -> None:
+    def client(port: int) -> None:
         conn = http.client.HTTPConnection(HOST, port, timeout=60)
         try:
             while True:
@@ -208,7 +275,7 @@ def burst(port: int, token: str, kind: str, changes: int, clients: int, run: str
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    threads = [threading.Thread(target=client, args=(ports[n % len(ports)],)) for n in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -244,11 +311,12 @@ def pager(port: int, token: str, integration: int, stop: threading.Event, found:
         conn.close()
 
 
-def outbox(db: Path) -> dict:
+def outbox(db: Path | str) -> dict:
     with connect(db) as conn:
         return conn.one(
-            "SELECT sum(state IN ('pending', 'in_flight')) AS unfinished,"
-            " sum(state = 'delivered') AS delivered, sum(state = 'failed') AS failed,"
+            "SELECT sum(CASE WHEN state IN ('pending', 'in_flight') THEN 1 ELSE 0 END) AS unfinished,"
+            " sum(CASE WHEN state = 'delivered' THEN 1 ELSE 0 END) AS delivered,"
+            " sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS failed,"
             " count(*) AS total, min(created_at) AS first,"
             " max(finished_at) AS last, (SELECT count(*) FROM integration_events"
             " WHERE integration_id IN (SELECT integration_id FROM integration_deliveries)) AS attempts"
@@ -273,15 +341,19 @@ def summary(values: list[float]) -> dict:
     }
 
 
-def run_mode(mode: str, args, work: Path, base: Path, token: str, receiver: int) -> dict:
-    db = work / f"{mode}.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    shutil.copyfile(base, db)
+def run_mode(mode: str, args, work: Path, base: Path | str, token: str, receiver: int) -> dict:
+    db = fresh_database(args, work, base, mode)
     webhooks = add_webhooks(db, receiver, args.integrations) if mode == "with" else []
-    port = free_port()
-    command = [*flagadmin_command(db, port, args.threads), "--delivery-workers", str(args.delivery_workers)]
-    with Server(command, port, work / "servers.log"):
+    ports = [free_port() for _ in range(args.processes)]
+    with contextlib.ExitStack() as servers:
+        for n, port in enumerate(ports):
+            command = [
+                *flagadmin_command(db, port, args.threads),
+                "--delivery-workers",
+                str(args.delivery_workers),
+            ]
+            servers.enter_context(Server(command, port, work / "servers.log", cpu=str(n % 2)))
+        port = ports[0]
         kind = pick_kind(port, token, args.kind)
         target = disabled_config(port, token, receiver) if kind == "addon" else 0
         paging = {"latencies": [], "errors": 0, "pages": 0}
@@ -290,7 +362,7 @@ def run_mode(mode: str, args, work: Path, base: Path, token: str, receiver: int)
         reader = threading.Thread(target=pager, args=(port, token, watched, stop, paging))
         reader.start()
         started_wall, started = time.time(), time.perf_counter()
-        latencies, statuses = burst(port, token, kind, args.changes, args.clients, mode, target, receiver)
+        latencies, statuses = burst(ports, token, kind, args.changes, args.clients, mode, target, receiver)
         burst_s = time.perf_counter() - started
         stop.set()
         reader.join()
@@ -301,6 +373,8 @@ def run_mode(mode: str, args, work: Path, base: Path, token: str, receiver: int)
             state = outbox(db)
     result = {
         "mode": mode,
+        "engine": "postgresql" if args.db else "sqlite",
+        "processes": args.processes,
         "kind": kind,
         "event": EVENT_OF_KIND[kind],
         "changes": args.changes,
@@ -320,6 +394,7 @@ def run_mode(mode: str, args, work: Path, base: Path, token: str, receiver: int)
                 "delivered": state["delivered"],
                 "failed": state["failed"],
                 "unfinished": state["unfinished"],
+                "attempts": state["attempts"],
                 "last_delivery_after_start_s": round(last - started_wall, 2),
                 "last_delivery_after_burst_s": round(last - started_wall - burst_s, 2),
                 "deliveries_per_s": round((state["delivered"] or 0) / max(last - started_wall, 1e-3), 1),
@@ -332,7 +407,8 @@ def report(results: list[dict]) -> str:
     without, with_ = results
     ratio = with_["latency_ms"]["p50"] / without["latency_ms"]["p50"]
     lines = [
-        f"Change: {with_['kind']} ({with_['event']}), {with_['changes']} changes per mode.",
+        f"Change: {with_['kind']} ({with_['event']}), {with_['changes']} changes per mode, on "
+        f"{with_['engine']} with {with_['processes']} flagadmin process(es).",
         "",
         "| mode | p50 ms | p95 ms | p99 ms | changes/s | 4.1 pages | 4.1 p50 ms | 4.1 p99 ms | page errors |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -347,7 +423,8 @@ def report(results: list[dict]) -> str:
         "",
         f"p50 with / without: **{ratio:.2f}x** (target: within 1.2x)",
         f"Deliveries: {with_['delivered']} delivered of {with_['deliveries']} ({with_['failed']} failed, "
-        f"{with_['unfinished']} unfinished), {with_['deliveries_per_s']} per second; the last one "
+        f"{with_['unfinished']} unfinished; {with_['attempts']} attempts recorded), "
+        f"{with_['deliveries_per_s']} per second; the last one "
         f"{with_['last_delivery_after_start_s']} s after the burst began, "
         f"{with_['last_delivery_after_burst_s']} s after it ended.",
     ]
@@ -369,6 +446,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=BENCH / "out")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of without-then-with")
     parser.add_argument("--quick", action="store_true", help="--changes 300 --rounds 1 (a few seconds)")
+    parser.add_argument(
+        "--db",
+        help="a postgresql:// URL: run on that server (databases <name>_template, _without, _with)",
+    )
+    parser.add_argument("--processes", type=int, default=1, help="flagadmin serve processes (1 or 2)")
     parser.add_argument("--receiver", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.receiver:
@@ -378,7 +460,9 @@ def main() -> None:
         args.changes, args.rounds = min(args.changes, 300), 1
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    base, token = template(args.work)
+    if args.db is not None and not is_postgresql(args.db):
+        parser.error("--db takes a postgresql:// URL (without it, the bench runs on SQLite files)")
+    base, token = template(args.work, args.db)
     receiver_port = free_port()
     receiver = subprocess.Popen(
         ["taskset", "-c", "1", sys.executable, __file__, "--receiver", str(receiver_port)],

@@ -8,7 +8,9 @@ projects and created 500 flags. Every count scales with ``--scale``.
 
 Usage: ``python bench/generate.py --scale 1.0 --db bench/data/bench.db``. Writes the database
 and, next to it, ``<db stem>.json`` with an admin token, a personal token for ``heavy`` and the
-counts (the run script reads it).
+counts (the run script reads it), and ``<db stem>.users.json`` with personal tokens of 1,000
+distinct project members (traffic.py; :func:`ensure_user_tokens` adds them to an older
+database).
 """
 
 from __future__ import annotations
@@ -345,6 +347,54 @@ def meta_path(db_path: Path) -> Path:
     return db_path.with_suffix(".json")
 
 
+#: Personal tokens made for distinct users (bench/traffic.py: 4.2 and token checks in rotation).
+USER_TOKENS = 1_000
+
+
+def user_tokens_path(db_path: Path) -> Path:
+    """Return the JSON file of the distinct users' tokens, next to ``db_path``."""
+    return db_path.with_suffix(".users.json")
+
+
+def ensure_user_tokens(db_path: Path, count: int = USER_TOKENS, seed: int = 42) -> list[dict]:
+    """Personal access tokens (spec 5) for up to ``count`` distinct users who hold a role in
+    at least one project (``heavy`` left out), chosen at random with ``seed``, in user id
+    order. They are stored as digests like every token; the plain tokens go to
+    :func:`user_tokens_path` as ``[{"user_id", "username", "root_role", "projects", "token"},
+    ...]``. Made once: when that file exists and its first token is in the database, it is
+    returned as it is; otherwise new tokens are made and the file is rewritten.
+    """
+    path = user_tokens_path(db_path)
+    db = connect(db_path)
+    try:
+        if path.exists():
+            users = json.loads(path.read_text())
+            if users and db.value(
+                "SELECT count(*) FROM api_tokens WHERE digest = ?", [tokens.digest(users[0]["token"])]
+            ):
+                return users
+        heavy = db.value("SELECT id FROM users WHERE username = 'heavy'")
+        members = db.all(
+            "SELECT u.id AS user_id, u.username, u.root_role, count(DISTINCT m.project_id) AS projects"
+            " FROM users u JOIN project_members m ON m.user_id = u.id"
+            " WHERE u.id <> ? GROUP BY u.id, u.username, u.root_role ORDER BY u.id",
+            [heavy or 0],
+        )
+        chosen = sorted(
+            random.Random(seed).sample(members, min(count, len(members))), key=lambda u: u["user_id"]
+        )
+        with db.write("api_tokens"):
+            for user in chosen:
+                user["token"] = tokens.new_personal_token()
+                tokens.insert_token(
+                    db, user["token"], kind="personal", user_id=user["user_id"], name="bench traffic"
+                )
+    finally:
+        db.close()
+    path.write_text(json.dumps(chosen, indent=1) + "\n")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command line: build the database and write its JSON file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -354,6 +404,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     meta = build(args.db, args.scale, args.seed)
     meta_path(args.db).write_text(json.dumps(meta, indent=2) + "\n")
+    user_tokens_path(args.db).unlink(missing_ok=True)
+    ensure_user_tokens(args.db)
     print(
         f"{args.db}: {meta['bytes'] / 2**20:,.0f} MiB in {meta['seconds']} s "
         f"(scale {args.scale}); tokens and counts in {meta_path(args.db)}"

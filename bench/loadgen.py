@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
+import threading
 from pathlib import Path
 
 from procs import HOST
@@ -45,14 +48,29 @@ def run_wrk(
     connections: int,
     timeout: int,
     log: Path,
+    script: Path = SCRIPT,
+    env: dict[str, str] | None = None,
+    stop_marker: str | None = None,
 ) -> dict:
     """Run wrk (one thread, pinned to :data:`WRK_CPU`) against ``paths``; return its figures.
 
     Figures: requests, duration_us, bytes, the error counts connect/read/write/status
     (non-2xx/3xx)/timeout, latency p50/p90/p99/max/mean in microseconds, plus rps.
     wrk's own report (with --latency) is appended to ``log``.
+
+    ``script`` is the Lua script (default :data:`SCRIPT`; another one must print the same
+    ``BENCH_JSON`` line from ``done``) and ``env`` what it reads besides the defaults. With
+    ``stop_marker``, wrk is interrupted (SIGINT: it reports what it did so far) as soon as the
+    script prints that line, so that a script can end a run after a fixed number of requests;
+    ``duration`` is then only an upper bound.
     """
-    env = dict(os.environ, BENCH_METHOD=method, BENCH_AUTH=auth or "", BENCH_PATHS=" ".join(paths))
+    env = {
+        **os.environ,
+        "BENCH_METHOD": method,
+        "BENCH_AUTH": auth or "",
+        "BENCH_PATHS": " ".join(paths),
+        **(env or {}),
+    }
     command = [
         "taskset",
         "-c",
@@ -64,10 +82,13 @@ def run_wrk(
         f"--timeout={timeout}s",
         "--latency",
         "-s",
-        str(SCRIPT),
+        str(script),
         f"http://{HOST}:{port}{paths[0]}",
     ]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if stop_marker is None:
+        result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    else:
+        result = _run_until(command, env, stop_marker, duration + timeout + 30)
     with log.open("a") as f:
         f.write(f"$ {' '.join(command)}\n{result.stdout}{result.stderr}\n")
     line = next((x for x in result.stdout.splitlines() if x.startswith("BENCH_JSON ")), None)
@@ -77,3 +98,27 @@ def run_wrk(
     figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
     figures["errors"] = sum(figures[k] for k in ("connect", "read", "write", "status", "timeout"))
     return figures
+
+
+def _run_until(command: list[str], env: dict, marker: str, deadline_s: float) -> subprocess.CompletedProcess:
+    """Run wrk; send it SIGINT when its output shows the line ``marker`` (or after
+    ``deadline_s``). Returns its exit status and whole output. stderr goes to a file, so that
+    a full pipe cannot stall wrk while stdout is read line by line."""
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
+        timer = threading.Timer(deadline_s, proc.send_signal, [signal.SIGINT])
+        timer.start()
+        lines = []
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                if line.strip() == marker and proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+            proc.wait(30)
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        errors.seek(0)
+        return subprocess.CompletedProcess(command, proc.returncode, "".join(lines), errors.read())

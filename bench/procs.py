@@ -13,6 +13,15 @@ from pathlib import Path
 HOST = "127.0.0.1"
 #: Core of the server under test; wrk gets the other one.
 SERVER_CPU = "0"
+#: Retention of the integration event logs (4.1) in every server started here, unless the
+#: environment sets it: none. The generated logs are fixed data (600,000 events in integration
+#: 1 at reference size, spread over the 30 days before the build), and the default retention
+#: (10,000 rows, 30 days) would delete most of them at the first sweep of a server's delivery
+#: workers, and the rest as the database ages.
+RETENTION = {
+    "FLAGADMIN_INTEGRATION_EVENTS_KEEP": "1000000000",
+    "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE": "P36500D",
+}
 BENCH = Path(__file__).resolve().parent
 
 
@@ -23,7 +32,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def flagadmin_command(db: Path, port: int, threads: int) -> list[str]:
+def flagadmin_command(db: Path | str, port: int, threads: int) -> list[str]:
     """Return the command that serves ``db`` with flagadmin (``python -m flagadmin``, so that the
     package found first on ``PYTHONPATH``, the measured copy, is the one that runs)."""
     return [
@@ -57,15 +66,16 @@ def ceiling_command(mode: str, body: Path, port: int, threads: int) -> list[str]
 
 
 class Server:
-    """A server process pinned to :data:`SERVER_CPU`, its output appended to ``log``."""
+    """A server process pinned to ``cpu`` (default :data:`SERVER_CPU`), its output appended to
+    ``log``."""
 
-    def __init__(self, command: list[str], port: int, log: Path) -> None:
+    def __init__(self, command: list[str], port: int, log: Path, cpu: str = SERVER_CPU) -> None:
         self.port = port
-        env = dict(os.environ, FLAGADMIN_GIT_REVISION="bench", PYTHONUNBUFFERED="1")
+        env = {**RETENTION, **os.environ, "FLAGADMIN_GIT_REVISION": "bench", "PYTHONUNBUFFERED": "1"}
         log.parent.mkdir(parents=True, exist_ok=True)
         self.log = log.open("ab")
         self.proc = subprocess.Popen(
-            ["taskset", "-c", SERVER_CPU, *command], stdout=self.log, stderr=subprocess.STDOUT, env=env
+            ["taskset", "-c", cpu, *command], stdout=self.log, stderr=subprocess.STDOUT, env=env
         )
         self.pid = self.proc.pid  # taskset execs the command: same process
 

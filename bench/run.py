@@ -290,7 +290,12 @@ def query_counts(args: argparse.Namespace, meta: dict) -> dict:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line of run.py."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--db", type=Path, default=BENCH / "data" / "bench.db")
+    p.add_argument(
+        "--db",
+        type=Path,
+        default=BENCH / "data" / "bench.db",
+        help="the SQLite database; a postgresql:// URL compares the engines instead (engines.py)",
+    )
     p.add_argument("--scale", type=float, default=1.0, help="scale used when the database is built")
     p.add_argument("--regenerate", action="store_true", help="rebuild the database first")
     p.add_argument("--out", type=Path, default=BENCH / "out")
@@ -314,6 +319,16 @@ def main(argv: list[str] | None = None) -> None:
     that copy first on PYTHONPATH, which every server it starts inherits.
     """
     argv = sys.argv[1:] if argv is None else argv
+    if "--traffic" in argv:
+        import traffic  # issue 13: real traffic (its own snapshot, options and report)
+
+        traffic.main([a for a in argv if a != "--traffic"])
+        return
+    if any(a.startswith(("postgresql://", "postgres://")) for a in argv):
+        import engines  # SQLite against PostgreSQL, one process against two
+
+        engines.main(argv)
+        return
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     source = Path(flagadmin.__file__).resolve().parent

@@ -10,7 +10,7 @@ from marshmallow import Schema, fields
 from werkzeug.http import generate_etag
 
 from ..store import archived_features
-from ..web.database import versions
+from ..web.database import connection, versions
 from ..web.fields import Timestamp
 from ..web.operations import if_none_match, not_modified, operation
 from ..web.state import state
@@ -68,8 +68,8 @@ def get_archived_features(caller, conn):
     """Archived flags of the projects the caller sees, most recently archived first.
 
     Deprecated (spec 4.4, 9.3) and still served. Any valid API token. The body is streamed in
-    chunks as SQLite builds each flag's JSON, so memory does not grow with the number of
-    flags. The ETag names the content version and the caller's view of it, so If-None-Match
+    chunks as the database builds each flag's JSON, so memory does not grow with the number
+    of flags. The ETag names the content version and the caller's view of it, so If-None-Match
     is answered 304 without reading a flag.
     """
     scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
@@ -81,11 +81,20 @@ def get_archived_features(caller, conn):
 
     def body() -> Iterator[bytes]:
         yield b'{"version":%d,"features":[' % FEATURE_SCHEMA_VERSION
-        rows = archived_features.archived_features_json(conn, caller.user_id, caller.sees_all_projects)
-        separator = b""
-        for chunk in iter(lambda: list(islice(rows, ROWS_PER_CHUNK)), []):
-            yield separator + ",".join(chunk).encode()
-            separator = b","
+        # The request's connection, asked for again: the body is sent after the view has
+        # returned, and on PostgreSQL the connection the view had went back to the pool then
+        # (the request's teardown runs again once the body is sent, and gives this one back).
+        rows = archived_features.archived_features_json(
+            connection(), caller.user_id, caller.sees_all_projects
+        )
+        try:
+            separator = b""
+            for chunk in iter(lambda: list(islice(rows, ROWS_PER_CHUNK)), []):
+                yield separator + ",".join(chunk).encode()
+                separator = b","
+        finally:
+            # a client gone mid-body: end the statement now, before the connection is reused
+            rows.close()
         yield b"]}"
 
     response = Response(stream_with_context(body()), mimetype="application/json")

@@ -26,22 +26,40 @@ DELIVERABLE_PROVIDERS = ("webhook",)
 #: (the reference server's rules, evaluated against the configuration as it is right now).
 #: The type is looked up in the JSON text of ``events`` with its quotes (``"feature-created"``):
 #: event types are plain ``[a-z-]`` words, so that finds exactly a whole element, without
-#: parsing the list of every configuration on every change.
-_MATCHING = (
-    "SELECT i.id FROM integrations i"
-    " WHERE i.enabled = 1"
-    " AND i.provider IN (SELECT value FROM json_each(:providers))"
-    " AND instr(i.events, :quoted_type) > 0"
-    " AND (:project IS NULL OR json_array_length(i.projects) = 0"
-    "      OR json_extract(i.projects, '$[0]') = '*'"
-    "      OR EXISTS (SELECT 1 FROM json_each(i.projects) WHERE value = :project))"
-    " AND (:environment IS NULL OR json_array_length(i.environments) = 0"
-    "      OR json_extract(i.environments, '$[0]') = '*'"
-    "      OR EXISTS (SELECT 1 FROM json_each(i.environments) WHERE value = :environment))"
-    " ORDER BY i.id"
-)
-
-_PROVIDERS_JSON = '["' + '","'.join(DELIVERABLE_PROVIDERS) + '"]'
+#: parsing the list of every configuration on every change. The providers are this module's
+#: constant, written into the text once.
+_PROVIDERS_SQL = ", ".join(f"'{provider}'" for provider in DELIVERABLE_PROVIDERS)
+_MATCHING = {
+    "sqlite": (
+        "SELECT i.id FROM integrations i"
+        " WHERE i.enabled = 1"
+        f" AND i.provider IN ({_PROVIDERS_SQL})"
+        " AND instr(i.events, :quoted_type) > 0"
+        " AND (:project IS NULL OR json_array_length(i.projects) = 0"
+        "      OR json_extract(i.projects, '$[0]') = '*'"
+        "      OR EXISTS (SELECT 1 FROM json_each(i.projects) WHERE value = :project))"
+        " AND (:environment IS NULL OR json_array_length(i.environments) = 0"
+        "      OR json_extract(i.environments, '$[0]') = '*'"
+        "      OR EXISTS (SELECT 1 FROM json_each(i.environments) WHERE value = :environment))"
+        " ORDER BY i.id"
+    ),
+    # The same rules with jsonb. FOR KEY SHARE: a configuration being deleted by another
+    # transaction (which locks its row FOR UPDATE first, store.integrations.delete) is waited
+    # for and then no longer matches, instead of the outbox row failing its foreign key.
+    "postgresql": (
+        "SELECT i.id FROM integrations i"
+        " WHERE i.enabled = 1"
+        f" AND i.provider IN ({_PROVIDERS_SQL})"
+        " AND strpos(i.events, CAST(:quoted_type AS TEXT)) > 0"
+        " AND (CAST(:project AS TEXT) IS NULL OR jsonb_array_length(i.projects::jsonb) = 0"
+        "      OR i.projects::jsonb ->> 0 = '*'"
+        "      OR i.projects::jsonb @> jsonb_build_array(CAST(:project AS TEXT)))"
+        " AND (CAST(:environment AS TEXT) IS NULL OR jsonb_array_length(i.environments::jsonb) = 0"
+        "      OR i.environments::jsonb ->> 0 = '*'"
+        "      OR i.environments::jsonb @> jsonb_build_array(CAST(:environment AS TEXT)))"
+        " ORDER BY i.id FOR KEY SHARE OF i"
+    ),
+}
 
 
 def matching_integrations(
@@ -50,13 +68,8 @@ def matching_integrations(
     """Ids of the enabled integration configurations that must handle such an event."""
     return list(
         conn.values(
-            _MATCHING,
-            {
-                "project": project,
-                "environment": environment,
-                "providers": _PROVIDERS_JSON,
-                "quoted_type": f'"{event_type}"',
-            },
+            _MATCHING[conn.dialect],
+            {"project": project, "environment": environment, "quoted_type": f'"{event_type}"'},
         )
     )
 
@@ -112,7 +125,7 @@ class ClaimResult:
 #: The first ``:window`` unfinished deliveries of every integration whose window is
 #: ``:window``: one seek of the partial index per integration. (SQLite takes no outer column
 #: in a subquery's LIMIT, so there is one query per distinct window size, usually one.)
-_WINDOWS = (
+_WINDOWS_SQLITE = (
     "SELECT i.id AS integration_id, i.enabled, d.id, d.state, d.next_attempt_at, d.lease_until"
     " FROM integrations i LEFT JOIN integration_options o ON o.integration_id = i.id"
     " JOIN integration_deliveries d ON d.id IN (SELECT x.id FROM integration_deliveries x"
@@ -120,6 +133,35 @@ _WINDOWS = (
     "  ORDER BY x.id LIMIT :window)"
     " WHERE coalesce(o.max_in_flight, :default) = :window"
 )
+
+#: The same windows in one query on PostgreSQL, whose LATERAL subquery takes the outer
+#: integration's own window as its LIMIT: one seek of the partial index per integration.
+_WINDOWS_POSTGRESQL = (
+    "SELECT i.id AS integration_id, i.enabled, d.id, d.state, d.next_attempt_at, d.lease_until"
+    " FROM integrations i LEFT JOIN integration_options o ON o.integration_id = i.id"
+    " CROSS JOIN LATERAL (SELECT x.id, x.state, x.next_attempt_at, x.lease_until"
+    "  FROM integration_deliveries x"
+    "  WHERE x.integration_id = i.id AND x.state IN ('pending', 'in_flight')"
+    "  ORDER BY x.id LIMIT coalesce(o.max_in_flight, CAST(:default AS INTEGER))) d"
+)
+
+
+def _windows(conn: Connection, default_window: int) -> list[dict[str, Any]]:
+    """Every integration's window: its first ``max_in_flight`` (else ``default_window``)
+    unfinished deliveries, as ``{integration_id, enabled, id, state, next_attempt_at,
+    lease_until}`` rows."""
+    if conn.dialect == "postgresql":
+        return conn.all(_WINDOWS_POSTGRESQL, {"default": default_window})
+    windows = conn.values(
+        "SELECT DISTINCT coalesce(o.max_in_flight, :default) FROM integrations i"
+        " LEFT JOIN integration_options o ON o.integration_id = i.id",
+        {"default": default_window},
+    )
+    return [
+        row
+        for window in list(windows)
+        for row in conn.all(_WINDOWS_SQLITE, {"window": window, "default": default_window})
+    ]
 
 
 def _scan(
@@ -130,17 +172,7 @@ def _scan(
     best: dict[str, Any] | None = None
     next_due: str | None = None
     disabled: set[int] = set()
-    windows = conn.values(
-        "SELECT DISTINCT coalesce(o.max_in_flight, :default) FROM integrations i"
-        " LEFT JOIN integration_options o ON o.integration_id = i.id",
-        {"default": default_window},
-    )
-    rows = [
-        row
-        for window in list(windows)
-        for row in conn.all(_WINDOWS, {"window": window, "default": default_window})
-    ]
-    for row in rows:
+    for row in _windows(conn, default_window):
         if not row["enabled"]:
             if row["state"] == "pending":
                 disabled.add(row["integration_id"])
@@ -152,6 +184,21 @@ def _scan(
         elif not ready and (next_due is None or due < next_due):
             next_due = due
     return best, next_due, sorted(disabled)
+
+
+#: Takes one delivery found due, only if it still is: a writer that does not hold the claim
+#: lock (an integration disabled or deleted through the API, in another process on
+#: PostgreSQL) may have changed it since it was read, and then nothing is taken.
+_TAKE = (
+    "UPDATE integration_deliveries SET state = 'in_flight', attempts = attempts + 1,"
+    " lease_until = :lease_until, claim = :claim, last_attempt_at = :now"
+    " WHERE id = :id AND ((state = 'pending' AND next_attempt_at <= :now)"
+    "  OR (state = 'in_flight' AND lease_until < :now))"
+    " RETURNING id, event_id, integration_id, webhook_id, attempts"
+)
+
+#: Scans a claim makes before it gives up on deliveries changed under it (see :data:`_TAKE`).
+_CLAIM_TRIES = 3
 
 
 def claim(
@@ -171,26 +218,34 @@ def claim(
 
     Outside a transaction, a read-only look comes first, so that a worker finding nothing to
     do never takes the write lock; the claim itself is one short write transaction (or part
-    of the caller's).
+    of the caller's) under the write lock ``integration_deliveries``. On SQLite that is the
+    database's one writer; on PostgreSQL it is an advisory transaction lock that every claim
+    and every recorded outcome, in every process, takes first: claims never interleave, so a
+    delivery is taken by exactly one worker and each integration's window holds across
+    processes (see the README's PostgreSQL section).
     """
     if not conn.in_transaction:
         best, next_due, disabled = _scan(conn, now, default_window)
         if best is None and not disabled:
             return ClaimResult(None, next_due)
     with conn.write("integration_deliveries"):
-        best, next_due, disabled = _scan(conn, now, default_window)
-        if disabled:
-            for integration_id in disabled:
-                cancel_pending(conn, integration_id, now)
-            best, next_due, _ = _scan(conn, now, default_window)
-        if best is None:
-            return ClaimResult(None, next_due)
-        taken = conn.one(
-            "UPDATE integration_deliveries SET state = 'in_flight', attempts = attempts + 1,"
-            " lease_until = ?, claim = ?, last_attempt_at = ? WHERE id = ?"
-            " RETURNING id, event_id, integration_id, webhook_id, attempts",
-            [lease_until, claim_token, now, best["id"]],
-        )
+        taken = None
+        for _ in range(_CLAIM_TRIES):
+            best, next_due, disabled = _scan(conn, now, default_window)
+            if disabled:
+                for integration_id in disabled:
+                    cancel_pending(conn, integration_id, now)
+                best, next_due, _ = _scan(conn, now, default_window)
+            if best is None:
+                return ClaimResult(None, next_due)
+            taken = conn.one(
+                _TAKE, {"lease_until": lease_until, "claim": claim_token, "now": now, "id": best["id"]}
+            )
+            if taken is not None:
+                break
+        if taken is None:
+            # Changed under every scan: look again right away rather than wait for a poll.
+            return ClaimResult(None, now)
     return ClaimResult(
         Claimed(
             id=taken["id"],

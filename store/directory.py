@@ -3,24 +3,53 @@ the roles groups grant (root roles and project roles, owned by flagadmin).
 
 Rows come back as dicts keyed by column name. Functions that write must run inside the
 caller's write transaction (``with conn.write("directory"):``), so that a request's reads and
-writes, and its events, are one transaction. Lists of ids are sent as ``IN (?, ?, ...)`` in
-chunks of :data:`CHUNK` (one statement for any realistic request); multi-row ``VALUES`` and
-``ON CONFLICT`` upserts are portable to PostgreSQL.
+writes, and its events, are one transaction (on PostgreSQL the lock name also serialises the
+writers of every process: a new user's id is the highest one plus 1, read and written under it).
+Lists of ids are sent as ``IN (?, ?, ...)`` in chunks of :data:`CHUNK` (one statement for any
+realistic request); multi-row ``VALUES`` and ``ON CONFLICT`` upserts read the same on both engines.
+
+Case-insensitive names (userName, a group's displayName, role mappings' group names) are folded
+the same way on both engines: ASCII letters to lower case, nothing else (:func:`fold`,
+:data:`FOLD`), which is SQLite's ``lower()``; PostgreSQL's ``lower()`` folds every letter its
+database's locale knows, so there it runs under the ``"C"`` collation, which folds ASCII only.
+Text is ordered by code point on both (:data:`BINARY`), whatever the database's collation.
 """
 
 from __future__ import annotations
 
 import secrets
+import string
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine import Connection
-from .scim_filter import Condition
+
+if TYPE_CHECKING:  # scim_filter imports this module's folds
+    from .scim_filter import Condition
 
 #: Ids per ``IN (...)`` list, rows per multi-row ``VALUES``: under PostgreSQL's 65,535
 #: parameters and SQLite's limit, and more than any single SCIM request carries.
 CHUNK = 10_000
 ROWS_PER_INSERT = 2_000
+
+#: ASCII upper-case letters to lower case (str.translate table).
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+#: Per dialect, SQL folding a text expression (``FOLD[conn.dialect].format(expr)``) as
+#: :func:`fold` does: SQLite's ``lower()`` folds ASCII letters only; PostgreSQL's folds what its
+#: locale knows unless the collation is "C". The unique indexes of both schemas use this fold.
+FOLD = {"sqlite": "lower({})", "postgresql": 'lower(({}) COLLATE "C")'}
+
+#: Per dialect, what follows a text expression so that comparisons and ``ORDER BY`` go by code
+#: point (SQLite's BINARY collation), not by the PostgreSQL database's locale.
+BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
+
+
+def fold(text: str) -> str:
+    """``text`` with its ASCII letters in lower case and every other character kept: the fold
+    of :data:`FOLD` (RFC 7643 ``caseExact: false`` comparisons, group keys)."""
+    return text.translate(_ASCII_LOWER)
+
 
 #: SQL of a user's displayed name (alias ``u``): its displayName, else name.formatted, else
 #: its given and family names; NULL when it has none of them.
@@ -95,8 +124,9 @@ def user_conflict(
     holds (userName whatever its case), or None."""
     other = exclude_id or 0
     if conn.value(
-        "SELECT 1 FROM users WHERE lower(username) = lower(?) AND deleted_at IS NULL AND id <> ?",
-        [username, other],
+        f"SELECT 1 FROM users WHERE {FOLD[conn.dialect].format('username')} = ? AND deleted_at IS NULL"
+        " AND id <> ?",
+        [fold(username), other],
     ):
         return "userName"
     if external_id is not None and conn.value(
@@ -108,14 +138,17 @@ def user_conflict(
 
 def insert_user(conn: Connection, fields: dict[str, Any], now: str) -> int:
     """Insert a SCIM-managed user (root role Viewer) with ``fields`` (keys of
-    :data:`USER_FIELDS`); return its id.
+    :data:`USER_FIELDS`); return its id: the highest id plus 1, as SQLite gives a rowid (users
+    have explicit ids from seeds, so PostgreSQL has no sequence for them). Call it inside
+    ``conn.write("directory")``, which serialises the writers that compute ids.
 
     :raise flagadmin.store.Conflict: the userName or externalId is taken.
     """
     columns = ", ".join(USER_FIELDS)
     return conn.insert(
-        f"INSERT INTO users ({columns}, root_role, scim_managed, created_at, last_modified, version)"
-        f" VALUES ({_marks(len(USER_FIELDS))}, 'Viewer', 1, ?, ?, 1)",
+        f"INSERT INTO users (id, {columns}, root_role, scim_managed, created_at, last_modified, version)"
+        f" VALUES ((SELECT coalesce(max(id), 0) + 1 FROM users), {_marks(len(USER_FIELDS))},"
+        " 'Viewer', 1, ?, ?, 1)",
         [*(fields[name] for name in USER_FIELDS), now, now],
     )
 
@@ -188,13 +221,15 @@ def usernames(conn: Connection, user_ids: Iterable[int]) -> dict[int, str]:
 
 def bulk_insert_users(conn: Connection, users: Iterable[dict[str, Any]], now: str) -> None:
     """Insert SCIM-managed users from dicts of :data:`USER_FIELDS` (missing keys: NULL) in
-    multi-row statements: test fixtures and benchmarks build thousands this way."""
-    rows = [tuple(user.get(name) for name in USER_FIELDS) for user in users]
+    multi-row statements, with ids following the highest one (as :func:`insert_user`): test
+    fixtures and benchmarks build thousands this way. Call it inside ``conn.write("directory")``."""
+    first = conn.value("SELECT coalesce(max(id), 0) + 1 FROM users")
+    rows = [(first + n, *(user.get(name) for name in USER_FIELDS)) for n, user in enumerate(users)]
     columns = ", ".join(USER_FIELDS)
-    one = f"({_marks(len(USER_FIELDS))}, 'Viewer', 1, ?, ?, 1)"
+    one = f"(?, {_marks(len(USER_FIELDS))}, 'Viewer', 1, ?, ?, 1)"
     for chunk in _chunks(rows, ROWS_PER_INSERT):
         conn.run(
-            f"INSERT INTO users ({columns}, root_role, scim_managed, created_at, last_modified, version)"
+            f"INSERT INTO users (id, {columns}, root_role, scim_managed, created_at, last_modified, version)"
             f" VALUES {', '.join([one] * len(chunk))}",
             [value for row in chunk for value in (*row, now, now)],
         )
@@ -233,8 +268,8 @@ def group_conflict(
     group already holds, or None."""
     other = exclude_id or 0
     if conn.value(
-        "SELECT 1 FROM directory_groups WHERE name_key = lower(?) AND id <> ?",
-        [display_name, other],
+        "SELECT 1 FROM directory_groups WHERE name_key = ? AND id <> ?",
+        [fold(display_name), other],
     ):
         return "displayName"
     if external_id is not None and conn.value(
@@ -251,8 +286,8 @@ def insert_group(conn: Connection, display_name: str, external_id: str | None, n
     """
     return conn.insert(
         "INSERT INTO directory_groups (display_name, name_key, external_id, created_at, last_modified,"
-        " version) VALUES (?, lower(?), ?, ?, ?, 1)",
-        [display_name, display_name, external_id, now, now],
+        " version) VALUES (?, ?, ?, ?, ?, 1)",
+        [display_name, fold(display_name), external_id, now, now],
     )
 
 
@@ -265,9 +300,9 @@ def update_group(
     :raise flagadmin.store.Conflict: the displayName or externalId is taken.
     """
     conn.run(
-        "UPDATE directory_groups SET display_name = ?, name_key = lower(?), external_id = ?,"
+        "UPDATE directory_groups SET display_name = ?, name_key = ?, external_id = ?,"
         " last_modified = ?, version = version + 1 WHERE id = ?",
-        [display_name, display_name, external_id, now, group_id],
+        [display_name, fold(display_name), external_id, now, group_id],
     )
 
 
@@ -324,7 +359,9 @@ def write_members(conn: Connection, group_id: int, members: dict[int, str | None
         conn.run(
             "INSERT INTO directory_group_members (group_id, user_id, display)"
             f" VALUES {', '.join(['(?, ?, ?)'] * len(chunk))}"
-            " ON CONFLICT (group_id, user_id) DO UPDATE SET display = coalesce(excluded.display, display)",
+            # the stored row by the table's name: PostgreSQL finds a bare column ambiguous
+            " ON CONFLICT (group_id, user_id) DO UPDATE"
+            " SET display = coalesce(excluded.display, directory_group_members.display)",
             [value for user_id, display in chunk for value in (group_id, user_id, display)],
         )
 
@@ -351,17 +388,17 @@ def groups_of_user(conn: Connection, user_id: int) -> list[dict[str, Any]]:
 # --- the roles groups grant (owned by flagadmin) ---------------------------------------------
 
 
-def group_key(conn: Connection, group_name: str) -> str:
-    """The key a group name is mapped under: the name folded by the database's ``lower()``,
-    the same fold as the groups' ``name_key``."""
-    return conn.value("SELECT lower(?)", [group_name])
+def group_key(group_name: str) -> str:
+    """The key a group name is mapped under: the name folded by :func:`fold`, the same fold as
+    the groups' ``name_key``."""
+    return fold(group_name)
 
 
 def group_role_mappings(conn: Connection, group_name: str | None = None) -> list[dict[str, Any]]:
     """What each mapped group grants, by group key (one group's when ``group_name`` is given):
     ``{"group", "root_role" (or None), "projects": {project id: [roles, sorted]},
     "group_id" (the SCIM group's id, or None when SCIM has not created it), "members"}``."""
-    key = None if group_name is None else group_key(conn, group_name)
+    key = None if group_name is None else group_key(group_name)
     where = "" if key is None else " WHERE group_key = ?"
     params = [] if key is None else [key]
     mappings: dict[str, dict[str, Any]] = {}
@@ -374,11 +411,14 @@ def group_role_mappings(conn: Connection, group_name: str | None = None) -> list
     for row in conn.all(f"SELECT group_key, group_name, root_role FROM group_root_roles{where}", params):
         entry(row)["root_role"] = row["root_role"]
     for row in conn.all(
-        f"SELECT group_key, group_name, project_id, role FROM group_project_roles{where}"
-        " ORDER BY project_id, role",
-        params,
+        f"SELECT group_key, group_name, project_id, role FROM group_project_roles{where}", params
     ):
         entry(row)["projects"].setdefault(row["project_id"], []).append(row["role"])
+    for mapping in mappings.values():
+        # by code point, on either engine (not by a PostgreSQL database's locale)
+        mapping["projects"] = {
+            project: sorted(mapping["projects"][project]) for project in sorted(mapping["projects"])
+        }
     for group_key_, mapping in mappings.items():
         found = conn.one(
             "SELECT g.id, g.display_name, (SELECT count(*) FROM directory_group_members m"
@@ -394,29 +434,28 @@ def group_role_mappings(conn: Connection, group_name: str | None = None) -> list
 
 def root_role_of_group(conn: Connection, group_name: str) -> str | None:
     """The root role group ``group_name`` grants, or None."""
-    return conn.value("SELECT root_role FROM group_root_roles WHERE group_key = lower(?)", [group_name])
+    return conn.value("SELECT root_role FROM group_root_roles WHERE group_key = ?", [fold(group_name)])
 
 
 def set_root_role_of_group(conn: Connection, group_name: str, root_role: str | None) -> None:
     """Make group ``group_name`` grant ``root_role`` (None: none)."""
     if root_role is None:
-        conn.run("DELETE FROM group_root_roles WHERE group_key = lower(?)", [group_name])
+        conn.run("DELETE FROM group_root_roles WHERE group_key = ?", [fold(group_name)])
         return
     conn.run(
-        "INSERT INTO group_root_roles (group_key, group_name, root_role) VALUES (lower(?), ?, ?)"
+        "INSERT INTO group_root_roles (group_key, group_name, root_role) VALUES (?, ?, ?)"
         " ON CONFLICT (group_key) DO UPDATE SET group_name = excluded.group_name,"
         " root_role = excluded.root_role",
-        [group_name, group_name, root_role],
+        [fold(group_name), group_name, root_role],
     )
 
 
 def project_roles_of_group(conn: Connection, group_name: str, project_id: str) -> list[str]:
-    """The roles group ``group_name`` grants in project ``project_id``, sorted."""
-    return list(
+    """The roles group ``group_name`` grants in project ``project_id``, sorted by code point."""
+    return sorted(
         conn.values(
-            "SELECT role FROM group_project_roles WHERE group_key = lower(?) AND project_id = ?"
-            " ORDER BY role",
-            [group_name, project_id],
+            "SELECT role FROM group_project_roles WHERE group_key = ? AND project_id = ?",
+            [fold(group_name), project_id],
         )
     )
 
@@ -425,16 +464,16 @@ def add_project_role_of_group(conn: Connection, group_name: str, project_id: str
     """Make group ``group_name`` grant ``role`` in ``project_id`` (idempotent)."""
     conn.run(
         "INSERT INTO group_project_roles (group_key, group_name, project_id, role)"
-        " VALUES (lower(?), ?, ?, ?) ON CONFLICT (group_key, project_id, role) DO NOTHING",
-        [group_name, group_name, project_id, role],
+        " VALUES (?, ?, ?, ?) ON CONFLICT (group_key, project_id, role) DO NOTHING",
+        [fold(group_name), group_name, project_id, role],
     )
 
 
 def remove_project_role_of_group(conn: Connection, group_name: str, project_id: str, role: str) -> None:
     """Stop group ``group_name`` granting ``role`` in ``project_id`` (idempotent)."""
     conn.run(
-        "DELETE FROM group_project_roles WHERE group_key = lower(?) AND project_id = ? AND role = ?",
-        [group_name, project_id, role],
+        "DELETE FROM group_project_roles WHERE group_key = ? AND project_id = ? AND role = ?",
+        [fold(group_name), project_id, role],
     )
 
 

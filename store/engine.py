@@ -149,6 +149,12 @@ class Connection:
         except sqlite3.Error as exc:
             raise classify(exc) from exc
 
+    def stream(self, sql: str, params: Params = ()) -> Iterator[Any]:
+        """:meth:`values` for an answer sent while it is read (4.4's body): SQLite's cursor
+        already reads each row only when it is asked for. See the PostgreSQL engine's
+        ``stream`` for the one rule callers keep on both engines."""
+        return self.values(sql, params)
+
     def run(self, sql: str, params: Params = ()) -> int:
         """Run a statement that changes data; return the number of rows it changed."""
         return self._execute(sql, params).rowcount

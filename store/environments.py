@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from .engine import Connection
+from .features import BYTEWISE
 
 
 def list_all(conn: Connection) -> list[dict[str, Any]]:
     """Every environment, by sort order then name: ``{"name", "type", "sortOrder"}``."""
-    return conn.all("SELECT name, type, sort_order AS sortOrder FROM environments ORDER BY sort_order, name")
+    return conn.all(
+        'SELECT name, type, sort_order AS "sortOrder" FROM environments'
+        f" ORDER BY sort_order, name{BYTEWISE[conn.dialect]}"
+    )
 
 
 def get(conn: Connection, name: str) -> dict[str, Any] | None:
     """The environment ``name`` as ``{"name", "type", "sortOrder"}``, or None."""
-    return conn.one("SELECT name, type, sort_order AS sortOrder FROM environments WHERE name = ?", [name])
+    return conn.one('SELECT name, type, sort_order AS "sortOrder" FROM environments WHERE name = ?', [name])
 
 
 def insert(conn: Connection, name: str, type: str, sort_order: int, now: str) -> bool:

@@ -28,7 +28,9 @@ def insert(
     tags: list[dict[str, str]] | None = None,
 ) -> int:
     """Store one event (call inside the change's write transaction); return its id, which is
-    higher than every id before it."""
+    higher than every id given before it (SQLite: AUTOINCREMENT; PostgreSQL: an identity
+    column, whose ids are never reused either; there, two transactions committing together
+    may become visible in the other order)."""
     return conn.insert(
         "INSERT INTO events (type, created_at, created_by, created_by_user_id, project, environment,"
         " feature_name, data, pre_data, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -84,7 +86,7 @@ def latest(conn: Connection, limit: int = 50, type: str | None = None) -> list[d
     rows = conn.all(
         "SELECT id, created_at, type, created_by, created_by_user_id, environment, project,"
         " feature_name, data, pre_data, tags FROM events"
-        " WHERE (:type IS NULL OR type = :type) ORDER BY id DESC LIMIT :limit",
+        " WHERE (CAST(:type AS TEXT) IS NULL OR type = :type) ORDER BY id DESC LIMIT :limit",
         {"type": type, "limit": limit},
     )
     return [wire(row) for row in rows]

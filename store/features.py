@@ -13,6 +13,11 @@ from typing import Any
 
 from .engine import Connection
 
+#: What makes a text ORDER BY bytewise, per dialect: SQLite compares text as bytes (BINARY);
+#: PostgreSQL by the database's collation, which may be a language's ("B" after "a"), unless
+#: told "C". Answers list flags, environments and tags in the same order on both engines.
+BYTEWISE = {"sqlite": "", "postgresql": ' COLLATE "C"'}
+
 #: The columns of one flag, with its creator's display fields (spec 2.4's fallbacks).
 _FLAG = (
     "SELECT f.name, f.project_id, f.type, f.description, f.stale, f.impression_data, f.created_at,"
@@ -44,13 +49,19 @@ def get(conn: Connection, name: str) -> dict[str, Any] | None:
 def environments(conn: Connection, name: str) -> list[dict[str, Any]]:
     """The flag's environments by sort order then name: ``{feature_name, name, type,
     sort_order, enabled (0/1), last_seen_at}``."""
-    return conn.all(_ENVIRONMENTS + " WHERE fe.feature_name = ? ORDER BY sort_order, fe.name", [name])
+    return conn.all(
+        _ENVIRONMENTS + f" WHERE fe.feature_name = ? ORDER BY sort_order, fe.name{BYTEWISE[conn.dialect]}",
+        [name],
+    )
 
 
 def tags(conn: Connection, name: str) -> list[dict[str, str]]:
     """The flag's tags, by type then value: ``{"type", "value"}``."""
+    bytewise = BYTEWISE[conn.dialect]
     return conn.all(
-        "SELECT type, value FROM feature_tags WHERE feature_name = ? ORDER BY type, value", [name]
+        "SELECT type, value FROM feature_tags WHERE feature_name = ?"
+        f" ORDER BY type{bytewise}, value{bytewise}",
+        [name],
     )
 
 
@@ -181,20 +192,23 @@ def project_features(conn: Connection, project_id: str, user_id: int | None) -> 
     Items: the keys of :func:`get` plus ``environments`` (rows of :func:`environments`),
     ``tags`` and ``favorite`` (bool). Four queries, whatever the number of flags.
     """
+    bytewise = BYTEWISE[conn.dialect]
     flags = conn.all(
-        _FLAG + " WHERE f.project_id = ? AND f.archived_at IS NULL ORDER BY f.created_at DESC, f.name",
+        _FLAG
+        + f" WHERE f.project_id = ? AND f.archived_at IS NULL ORDER BY f.created_at DESC, f.name{bytewise}",
         [project_id],
     )
     live = "SELECT name FROM features WHERE project_id = ? AND archived_at IS NULL"
     by_flag: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in conn.all(
-        _ENVIRONMENTS + f" WHERE fe.feature_name IN ({live}) ORDER BY sort_order, fe.name", [project_id]
+        _ENVIRONMENTS + f" WHERE fe.feature_name IN ({live}) ORDER BY sort_order, fe.name{bytewise}",
+        [project_id],
     ):
         by_flag[row["feature_name"]].append(row)
     tags_by_flag: dict[str, list[dict[str, str]]] = defaultdict(list)
     for row in conn.all(
         f"SELECT feature_name, type, value FROM feature_tags WHERE feature_name IN ({live})"
-        " ORDER BY type, value",
+        f" ORDER BY type{bytewise}, value{bytewise}",
         [project_id],
     ):
         tags_by_flag[row["feature_name"]].append({"type": row["type"], "value": row["value"]})

@@ -36,26 +36,41 @@ def head(conn: Connection, integration_id: int) -> LogBounds | None:
     return None if row is None else LogBounds(row["head"], row["low"])
 
 
+#: A page of one integration's log, newest first, from a bound on ``seq``. On SQLite the JSON
+#: columns come out as bytes (``CAST AS BLOB``: embedded in the answer without decoding);
+#: PostgreSQL gives text, embedded all the same. Aliases are quoted: PostgreSQL folds bare ones
+#: to lower case.
+_PAGE = {
+    "sqlite": (
+        'SELECT CAST(id AS TEXT) AS id, integration_id AS "integrationId", created_at AS "createdAt",'
+        ' state, state_details AS "stateDetails", CAST(event AS BLOB) AS event,'
+        " CAST(details AS BLOB) AS details"
+        " FROM integration_events WHERE integration_id = ? AND seq <= ?"
+        " ORDER BY seq DESC LIMIT ?"
+    ),
+    "postgresql": (
+        'SELECT CAST(id AS TEXT) AS id, integration_id AS "integrationId", created_at AS "createdAt",'
+        ' state, state_details AS "stateDetails", event, details'
+        " FROM integration_events WHERE integration_id = ? AND seq <= ?"
+        " ORDER BY seq DESC LIMIT ?"
+    ),
+}
+
+
 def page(conn: Connection, integration_id: int, top: int, limit: int, offset: int) -> list[dict[str, Any]]:
     """Return up to ``limit`` events of one integration, newest first, skipping ``offset``,
     as of head ``top`` (see :func:`head`).
 
     Each item: ``{"id": str, "integrationId": int, "createdAt": str, "state": str,
-    "stateDetails": str, "event": bytes (JSON text), "details": bytes (JSON text)}``.
-    The offset is turned into a bound on ``seq`` (the gap-free per-integration number), so
-    the cost is one index seek whatever the offset; rows deleted by retention only make the
-    oldest pages shorter.
+    "stateDetails": str, "event": JSON text, "details": JSON text}`` (the JSON as bytes on
+    SQLite, as str on PostgreSQL). The offset is turned into a bound on ``seq`` (the gap-free
+    per-integration number), so the cost is one index seek of ``(integration_id, seq)``
+    whatever the offset, on both engines; rows deleted by retention only make the oldest
+    pages shorter.
     """
     if offset >= top:
         return []
-    return conn.all(
-        "SELECT CAST(id AS TEXT) AS id, integration_id AS integrationId, created_at AS createdAt,"
-        " state, state_details AS stateDetails, CAST(event AS BLOB) AS event,"
-        " CAST(details AS BLOB) AS details"
-        " FROM integration_events WHERE integration_id = ? AND seq <= ?"
-        " ORDER BY seq DESC LIMIT ?",
-        [integration_id, top - offset, limit],
-    )
+    return conn.all(_PAGE[conn.dialect], [integration_id, top - offset, limit])
 
 
 def append(
@@ -67,15 +82,27 @@ def append(
     state_details: str,
     event: bytes | str,
     details: bytes | str,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Append one row at the head of an integration's log, inside the caller's write
-    transaction (so that ``seq`` = head + 1 is never taken twice). ``event`` and ``details``
-    are compact JSON text. Return the row as 4.1 serves it (``id`` a decimal string,
-    ``event`` and ``details`` JSON text)."""
+    transaction, so that ``seq`` = head + 1 is never taken twice and ids grow with ``seq``.
+    ``event`` and ``details`` are compact JSON text. Return the row as 4.1 serves it (``id``
+    a decimal string, ``event`` and ``details`` JSON text), or None when the integration no
+    longer exists.
+
+    On SQLite the write transaction is the database's one writer. On PostgreSQL the
+    integration's row is locked first (``FOR NO KEY UPDATE``, held to the commit): appends to
+    one log, from any process and whatever write lock their transaction took, queue there and
+    each reads the head its predecessor committed; a configuration deleted meanwhile (its
+    delete locks the row too) is found gone.
+    """
     if isinstance(event, bytes):
         event = event.decode()
     if isinstance(details, bytes):
         details = details.decode()
+    if conn.dialect == "postgresql":
+        held = conn.value("SELECT id FROM integrations WHERE id = ? FOR NO KEY UPDATE", [integration_id])
+        if held is None:
+            return None
     seq = (
         conn.value(
             "SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = ?", [integration_id]

@@ -66,13 +66,46 @@ def get(conn: Connection, integration_id: int) -> dict[str, Any] | None:
     return None if row is None else _row(row)
 
 
+#: The largest id (SQLite's and PostgreSQL's signed 64-bit integer).
+MAX_ID = 2**63 - 1
+
+
+def next_id(conn: Connection) -> int:
+    """The id of the next configuration: one more than the largest stored, as SQLite gives a
+    rowid, or the lowest free id when that one is :data:`MAX_ID` (seeds may give any id).
+
+    Ids are given explicitly on both engines (seeded configurations keep the reference
+    server's ids, which an identity sequence would not know about). Call inside the write
+    transaction of the insert, under the ``integrations`` write lock, so that two creations
+    never read the same largest id.
+    """
+    top = conn.value("SELECT max(id) FROM integrations")
+    if top is None:
+        return 1
+    if top < MAX_ID:
+        return top + 1
+    return conn.value(
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM integrations WHERE id = 1) THEN 1"
+        " ELSE (SELECT min(i.id) + 1 FROM integrations i WHERE i.id < ? AND NOT EXISTS"
+        "  (SELECT 1 FROM integrations j WHERE j.id = i.id + 1)) END",
+        [MAX_ID],
+    )
+
+
 def insert(conn: Connection, config: dict[str, Any], *, created_at: str) -> int:
     """Store a new configuration (keys of the module's row shape but ``id`` and
-    ``created_at``); return its id. Call inside a write transaction with its event."""
-    integration_id = conn.insert(
-        "INSERT INTO integrations (provider, description, enabled, events, projects, environments,"
-        " parameters) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ``created_at``); return its id (:func:`next_id`). Call inside a write transaction with its
+    event, under the ``integrations`` write lock.
+
+    :raise flagadmin.store.Conflict: another process took the same id meanwhile (only when
+        the caller did not hold the lock).
+    """
+    integration_id = next_id(conn)
+    conn.run(
+        "INSERT INTO integrations (id, provider, description, enabled, events, projects, environments,"
+        " parameters) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
+            integration_id,
             config["provider"],
             config.get("description"),
             int(config["enabled"]),
@@ -134,6 +167,10 @@ def delete(conn: Connection, integration_id: int) -> bool:
     options, all in the caller's write transaction (the log's foreign key has no cascade).
     Return False when there was no such configuration."""
     with conn.write("integrations"):
+        if conn.dialect == "postgresql":
+            # The row first: writers that reference it (an event's outbox rows, a log row)
+            # lock it too, so they either finish before this delete or find it gone.
+            conn.run("SELECT id FROM integrations WHERE id = ? FOR UPDATE", [integration_id])
         conn.run("DELETE FROM integration_deliveries WHERE integration_id = ?", [integration_id])
         conn.run("DELETE FROM integration_events WHERE integration_id = ?", [integration_id])
         conn.run("DELETE FROM integration_options WHERE integration_id = ?", [integration_id])

@@ -28,12 +28,20 @@ from typing import Any, ClassVar
 from .engine import Conflict, Params, StoreError, Unavailable
 
 #: Seconds a request waits for a pooled connection before it is answered 503.
-POOL_TIMEOUT_S = 10.0
+POOL_TIMEOUT_S = 5.0
 
 #: Milliseconds after which a statement is cancelled (a runaway query must not hold a
 #: connection forever), and after which a transaction left idle is ended by the server.
 STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
+
+#: Milliseconds a statement waits for a lock another transaction holds (a writer of the same
+#: advisory lock, a row being changed) before it gives up and the request is answered 503 with
+#: Retry-After, as SQLite's busy timeout does.
+LOCK_TIMEOUT_MS = 10_000
+
+#: Rows a streamed answer (:meth:`PostgresConnection.stream`) receives from the server at once.
+STREAM_CHUNK_ROWS = 500
 
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|:([A-Za-z_][A-Za-z0-9_]*)|\?|%")
 
@@ -113,7 +121,7 @@ class PostgresConnection:
     def _execute(self, sql: str, params: Params = ()):
         text = convert_placeholders(sql)
         if self._trace is not None:
-            self._trace(text)
+            self._trace(self._traced(text, params))
         try:
             return self._raw.execute(text, params if params else None)
         except Exception as exc:  # psycopg's errors, classified
@@ -144,6 +152,34 @@ class PostgresConnection:
                 return
             for row in rows:
                 yield next(iter(row.values()))
+
+    def stream(self, sql: str, params: Params = ()) -> Iterator[Any]:
+        """Run a query of one column; yield its values as the server sends them, a chunk of
+        :data:`STREAM_CHUNK_ROWS` rows at a time (one row at a time with a libpq older than 17),
+        so that memory stays flat however long the answer (:meth:`values` receives the whole
+        result first: psycopg's client-side cursors do).
+
+        One statement, so one snapshot, as on SQLite. Until the iterator is exhausted or
+        closed the connection runs nothing else: run no other statement on it meanwhile
+        (psycopg would wait for the stream, in the same thread, for ever).
+        """
+        import psycopg
+
+        text = convert_placeholders(sql)
+        if self._trace is not None:
+            self._trace(self._traced(text, params))
+        size = STREAM_CHUNK_ROWS if psycopg.pq.version() >= 170000 else 1
+        cursor = self._raw.cursor()
+        try:
+            for row in cursor.stream(text, params if params else None, size=size):
+                yield next(iter(row.values()))
+        except Exception as exc:  # psycopg's errors, classified
+            classified = classify(exc)
+            if classified is exc:
+                raise
+            raise classified from exc
+        finally:
+            cursor.close()
 
     def run(self, sql: str, params: Params = ()) -> int:
         """Run a statement that changes data; return the number of rows it changed."""
@@ -232,8 +268,17 @@ class PostgresConnection:
         return None
 
     def trace(self, callback: Callable[[str], None] | None) -> None:
-        """Call ``callback(sql)`` for every statement run from now on (None: stop)."""
+        """Call ``callback(sql)`` for every statement run from now on (None: stop), with its
+        parameters merged in, as SQLite's trace shows them (what the server is sent)."""
         self._trace = callback
+
+    def _traced(self, text: str, params: Params) -> str:
+        if not params:
+            return text
+        from psycopg import ClientCursor
+
+        with ClientCursor(self._raw) as cursor:
+            return cursor.mogrify(text, params)
 
     def close(self) -> None:
         """Give the connection back to its pool (or close it when it has none)."""
@@ -259,7 +304,7 @@ def _configure(raw: Any) -> None:
     raw.autocommit = True
     raw.row_factory = dict_row
     raw.execute(
-        f"SET statement_timeout = {STATEMENT_TIMEOUT_MS};"
+        f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS};"
         f" SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_TIMEOUT_MS};"
         " SET TIME ZONE 'UTC'"
     )

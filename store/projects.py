@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .engine import Connection
+from .features import BYTEWISE
 
 
 def get(conn: Connection, project_id: str) -> dict[str, Any] | None:
@@ -48,7 +49,8 @@ def member_roles(conn: Connection, project_id: str, user_id: int) -> list[str]:
     """The roles ``user_id`` holds directly in the project, sorted."""
     return list(
         conn.values(
-            "SELECT role FROM project_members WHERE project_id = ? AND user_id = ? ORDER BY role",
+            "SELECT role FROM project_members WHERE project_id = ? AND user_id = ?"
+            f" ORDER BY role{BYTEWISE[conn.dialect]}",
             [project_id, user_id],
         )
     )

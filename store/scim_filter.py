@@ -7,13 +7,20 @@ maps to a trusted column expression (:data:`USER_ATTRIBUTES`, :data:`GROUP_ATTRI
 operator to a fixed SQL shape, and every value the client sent becomes a ``?`` parameter. No
 byte of the filter text is ever put into SQL.
 
-Semantics: string attributes whose schema says ``caseExact: false`` compare case-insensitively
-(both sides through ``lower()``, the fold the unique indexes use); ``co``/``sw``/``ew`` are
-``LIKE`` patterns with ``%``, ``_`` and ``\\`` escaped (case-exact ones are re-checked exactly);
-``gt``/``ge``/``lt``/``le`` compare text, timestamps (``meta.created``, ``meta.lastModified``)
-as stored RFC 3339 UTC text; ``pr`` is "has a non-empty value"; a comparison on an attribute
-without a value is false, and ``not`` turns unknown into true. Multi-valued attributes kept in
-other tables (a user's ``groups``, a group's ``members``) are ``EXISTS`` subqueries.
+Semantics, the same on SQLite and PostgreSQL: string attributes whose schema says
+``caseExact: false`` compare case-insensitively, ASCII letters folded and nothing else (the
+column through :data:`~flagadmin.store.directory.FOLD`, the fold the unique indexes use; the
+value folded in Python by :func:`~flagadmin.store.directory.fold`); ``co``/``sw``/``ew`` are
+``LIKE`` patterns with ``%``, ``_`` and ``\\`` escaped (SQLite's ``LIKE`` ignores ASCII case,
+PostgreSQL's does not: case-exact ones are re-checked exactly, and case-insensitive ones
+compare folded text, so neither depends on it); ``gt``/``ge``/``lt``/``le`` compare text by
+code point (PostgreSQL under the "C" collation, not the database's locale), timestamps
+(``meta.created``, ``meta.lastModified``) as stored RFC 3339 UTC text; ``pr`` is "has a
+non-empty value"; a comparison on an attribute without a value is false, and ``not`` turns
+unknown into true. Conditions are SQL booleans (``TRUE``/``FALSE``, never 1/0, which
+PostgreSQL does not take as one). Multi-valued attributes kept in other tables (a user's
+``groups``, a group's ``members``) are ``EXISTS`` subqueries. A value holding NUL is refused
+(no stored text holds one, and PostgreSQL's text cannot).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from scim2_models.path import (
 )
 
 from ..timestamps import format_rfc3339
+from .directory import BINARY, FOLD, fold
 
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:user"
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:group"
@@ -170,14 +178,15 @@ def condition(
     node: FilterNode, vocabulary: Vocabulary, dialect: str = "sqlite", *, unknown_is_false: bool = False
 ) -> Condition:
     """Return the SQL condition for the filter tree ``node`` over ``vocabulary``'s rows, in the
-    SQL of ``dialect`` (``sqlite`` or ``postgresql``: they differ in one function).
+    SQL of ``dialect`` (``sqlite`` or ``postgresql``: they differ in a substring function and in
+    collations, see the module docstring).
 
     An attribute the resource type does not have is refused, unless ``unknown_is_false``: a
     search over several resource types evaluates it to false (RFC 7644 section 3.4.2.1).
 
     :raise UnsupportedFilter: an attribute is not in the vocabulary, an operator does not
         apply to its attribute's type, a value has the wrong type, or the filter is deeper than
-        :data:`MAX_DEPTH` or has more than :data:`MAX_TERMS` comparisons.
+        :data:`MAX_DEPTH` or has more than :data:`MAX_TERMS` comparisons, or a value holds NUL.
     """
     writer = _Writer(vocabulary, dialect, unknown_is_false)
     sql = writer.node(node, 0)
@@ -209,7 +218,7 @@ class _Writer:
             return "(" + joiner.join(self.node(term, depth + 1, scope) for term in node.terms) + ")"
         if isinstance(node, Not):
             # A comparison on a missing value is NULL in SQL; "not" of it is true in SCIM.
-            return f"(NOT coalesce({self.node(node.expr, depth + 1, scope)}, 0))"
+            return f"(NOT coalesce({self.node(node.expr, depth + 1, scope)}, FALSE))"
         try:
             if isinstance(node, ValuePath):
                 return self.value_path(node, depth)
@@ -221,7 +230,7 @@ class _Writer:
         except UnknownAttribute:
             if not self.unknown_is_false:
                 raise
-            return "0"
+            return "FALSE"
         raise UnsupportedFilter(f"flagadmin cannot evaluate the filter expression {node}.")
 
     # --- attributes -------------------------------------------------------------------------
@@ -292,12 +301,19 @@ class _Writer:
     # --- comparisons ------------------------------------------------------------------------
 
     def bind(self, value: Any) -> str:
+        if isinstance(value, str) and "\x00" in value:
+            raise UnsupportedFilter("A filter value must not hold a NUL character (\\u0000).")
         self.params.append(value)
         return "?"
 
+    def binary(self, expression: str) -> str:
+        """``expression`` compared and ordered by code point, on either engine."""
+        suffix = BINARY[self.dialect]
+        return f"({expression}){suffix}" if suffix else expression
+
     def present(self, attribute: Attribute) -> str:
         if attribute.kind == "constant":
-            return "1"
+            return "TRUE"
         if attribute.kind == "string":
             return f"({attribute.column} IS NOT NULL AND {attribute.column} <> '')"
         return f"({attribute.column} IS NOT NULL)"
@@ -334,7 +350,7 @@ class _Writer:
             number = parse_id(value, attribute.prefix)
             if number is None:
                 # No row has this id: eq matches nothing, ne everything.
-                return "0" if op == CompareOperator.eq else "1"
+                return "FALSE" if op == CompareOperator.eq else "TRUE"
             wanted = self.bind(number)
             return (
                 f"{attribute.column} = {wanted}"
@@ -347,22 +363,24 @@ class _Writer:
         return self.compare_text(f"({text})", op, value, case_exact=True)
 
     def compare_text(self, column: str, op: CompareOperator, value: Any, *, case_exact: bool) -> str:
-        folded = column if case_exact else f"lower({column})"
+        # Equality is byte equality under any deterministic collation, so a case-exact one keeps
+        # the column's own (and its index); LIKE and ordering go by code point on both engines.
+        folded = self.binary(column) if case_exact else FOLD[self.dialect].format(column)
+        equal = column if case_exact else folded
 
         def wanted(text: str) -> str:
-            placeholder = self.bind(text)
-            return placeholder if case_exact else f"lower({placeholder})"
+            return self.bind(text if case_exact else fold(text))
 
         if op == CompareOperator.eq:
-            return f"{folded} = {wanted(value)}"
+            return f"{equal} = {wanted(value)}"
         if op == CompareOperator.ne:
-            return f"({column} IS NULL OR {folded} <> {wanted(value)})"
+            return f"({column} IS NULL OR {equal} <> {wanted(value)})"
         if op in (CompareOperator.co, CompareOperator.sw, CompareOperator.ew):
             pattern = like_pattern(value, prefix=op != CompareOperator.sw, suffix=op != CompareOperator.ew)
             like = f"{folded} LIKE {wanted(pattern)} ESCAPE '\\'"
             if not case_exact:
                 return like
-            # LIKE ignores the case of ASCII letters on SQLite: the exact check follows it.
+            # SQLite's LIKE ignores the case of ASCII letters: the exact check follows it.
             return f"({like} AND {self.exact_match(column, op, value)})"
         ordering = {
             CompareOperator.gt: ">",

@@ -1,7 +1,15 @@
-"""Writing validated seed documents (see ``seed_documents.py``) into the database."""
+"""Writing validated seed documents (see ``seed_documents.py``) into the database.
+
+The same SQL on both engines. Ids the documents give (users, integrations) are stored as given:
+neither table has a sequence on PostgreSQL, and both engines give the next new user or
+integration the largest id plus one, so a seed's ids never collide with later ones. The
+integration log's rows take generated ids (an identity on PostgreSQL, the rowid on SQLite),
+after every id given before.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -30,6 +38,20 @@ def existing_keys(conn: Connection) -> dict[str, set]:
             for r in conn.all("SELECT user_id, feature_name FROM favorite_features")
         },
     }
+
+
+def lock_also(conn: Connection, locks: Iterable[str]) -> None:
+    """Serialise the open write transaction with the writers of each of ``locks`` too (see
+    :meth:`flagadmin.store.engine.Connection.write`): on PostgreSQL, take their advisory
+    transaction locks, in one order (by name) so that two such transactions cannot wait for
+    each other; on SQLite nothing more is needed (one writer at a time).
+    """
+    if conn.dialect != "postgresql":
+        return
+    from .postgresql import advisory_key
+
+    for lock in sorted(set(locks)):
+        conn.value("SELECT pg_advisory_xact_lock(?)", [advisory_key(lock)])
 
 
 def _json(value: Any) -> str:
@@ -133,7 +155,13 @@ def insert_integration_events(conn: Connection, events: list[dict[str, Any]]) ->
     """Append integration events in the given order (oldest first); call inside a transaction.
 
     Items: ``{integrationId, createdAt, state, stateDetails, event (dict), details (dict)}``.
+    On PostgreSQL each integration's row is locked first (``FOR NO KEY UPDATE``, by id), as
+    every append to a log does (``store.integration_events.append``), so that ``seq`` goes on
+    from the head no other writer is moving meanwhile.
     """
+    if conn.dialect == "postgresql":
+        for integration in sorted({e["integrationId"] for e in events}):
+            conn.value("SELECT id FROM integrations WHERE id = ? FOR NO KEY UPDATE", [integration])
     next_seq: dict[int, int] = {}
     rows = []
     for e in events:

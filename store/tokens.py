@@ -53,7 +53,7 @@ def insert_token(
     ``kind`` is ``"admin"`` (``user_id`` None) or ``"personal"`` (``user_id`` set).
 
     :raise flagadmin.store.Conflict: the token is already stored.
-    :raise sqlite3.IntegrityError: kind and user disagree.
+    :raise Exception: the engine's integrity error: kind and user disagree.
     """
     with conn.write("api_tokens"):
         return conn.insert(
@@ -200,8 +200,8 @@ def describe(conn: Connection, token_id: int) -> dict[str, Any] | None:
     """What an event records of token ``token_id`` (never the token or its digest):
     ``{id, name, kind, userId, username, createdAt, expiresAt}``, or None."""
     return conn.one(
-        "SELECT t.id, t.name, t.kind, t.user_id AS userId, u.username, t.created_at AS createdAt,"
-        " t.expires_at AS expiresAt FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id"
+        'SELECT t.id, t.name, t.kind, t.user_id AS "userId", u.username, t.created_at AS "createdAt",'
+        ' t.expires_at AS "expiresAt" FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id'
         " WHERE t.id = ?",
         [token_id],
     )

@@ -6,8 +6,11 @@ issue 9), for active users only. Both kinds count the same everywhere.
 """
 
 #: SQL condition on a ``project_id`` column: true when the caller sees the project.
-#: Parameters: ``:sees_all`` (1 for Admins and Editors) and ``:user_id``.
-VISIBLE_PROJECT = "(:sees_all OR {column} IN (SELECT project_id FROM project_roles WHERE user_id = :user_id))"
+#: Parameters: ``:sees_all`` (1 for Admins and Editors, else 0: compared with ``= 1``, since
+#: PostgreSQL takes no integer as a boolean) and ``:user_id``.
+VISIBLE_PROJECT = (
+    "(:sees_all = 1 OR {column} IN (SELECT project_id FROM project_roles WHERE user_id = :user_id))"
+)
 
 
 def visible(column: str) -> str:

@@ -13,6 +13,10 @@ Paths (POST):
 - ``/trickle``: sends a valid status line and headers one byte every 0.2 s, for 20 s at most.
 - ``/slow/<ms>``: 200 after ``ms`` milliseconds.
 - ``/status/<code>``: that status.
+- ``/together/<n>``: the first ``n`` requests to that path are each held until ``n`` of them
+  are in flight at once (at most 10 s; :attr:`Receiver.together_met` says whether they
+  were), then answered 200; later ones are answered 200 at once. Proves that that many
+  senders were working at the same moment.
 """
 
 from __future__ import annotations
@@ -106,6 +110,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(200)
         elif kind == "status":
             self._answer(int(parts[1]))
+        elif kind == "together":
+            receiver._rendezvous(int(parts[1]))
+            self._answer(200)
         else:
             self._answer(404)
 
@@ -129,6 +136,10 @@ class Receiver:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self.released = threading.Event()
+        #: ``/together/<n>``: requests waiting for the others, and whether ``n`` were held at once.
+        self._waiting = 0
+        self._together = threading.Condition()
+        self.together_met = False
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.receiver = self  # type: ignore[attr-defined]
         self.port = self._server.server_address[1]
@@ -142,6 +153,24 @@ class Receiver:
         with self._arrived:
             self.requests.append(request)
             self._arrived.notify_all()
+
+    def _rendezvous(self, n: int, timeout: float = 10.0) -> None:
+        """Hold a request of ``/together/<n>`` until ``n`` are held at once (see the module)."""
+        deadline = time.monotonic() + timeout
+        with self._together:
+            if self.together_met:
+                return
+            self._waiting += 1
+            if self._waiting >= n:
+                self.together_met = True
+                self._together.notify_all()
+                return
+            while not self.together_met and not self.released.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._together.wait(min(remaining, 0.1))
+            self._waiting -= 1
 
     def count(self, path: str | None = None) -> int:
         """Requests received so far (to ``path``, when given)."""

@@ -9,9 +9,17 @@ import pytest
 from flagadmin.store import tokens
 from flagadmin.timestamps import now_rfc3339
 
-from helpers import auth
+from helpers import auth, table_names
 
 UI = "/api/admin/ui-config"
+
+
+def every_value(conn) -> str:
+    """Every value of every table, as text, one row a line: what the database holds, on
+    either engine (a SQL dump of it, less the schema)."""
+    return "\n".join(
+        repr(tuple(row.values())) for name in table_names(conn) for row in conn.all(f'SELECT * FROM "{name}"')
+    )
 
 
 def test_token__raw_or_bearer__both_accepted(client, admin_token):
@@ -50,7 +58,7 @@ def test_token__formats__admin_and_personal(admin_token, alice):
 
 
 def test_token__stored_only_as_digest(db, admin_token, alice):
-    dump = "\n".join(db.sqlite.iterdump())
+    dump = every_value(db)
     assert admin_token not in dump and alice not in dump
     assert tokens.digest(admin_token) in dump
 
@@ -104,7 +112,7 @@ def test_token__root_role_changes_while_remembered__next_request_acts_on_it(clie
     assert client.get("/api/admin/addons/1/events", headers=auth(token)).status_code == 200
 
 
-def test_token_lookup__by_digest__plain_token_never_sent_to_sqlite(db, admin_token):
+def test_token_lookup__by_digest__plain_token_never_sent_to_the_database(db, admin_token):
     # Given: a record of every SQL statement the connection runs, parameters expanded
     sent: list[str] = []
     db.trace(sent.append)
@@ -114,3 +122,27 @@ def test_token_lookup__by_digest__plain_token_never_sent_to_sqlite(db, admin_tok
     assert found is not None
     assert any(tokens.digest(admin_token) in statement for statement in sent)
     assert not any(admin_token in statement for statement in sent)
+
+
+@pytest.mark.parametrize(
+    ("change", "params"),
+    [
+        ("UPDATE api_tokens SET revoked_at = ? WHERE digest = ?", "now, digest"),
+        ("UPDATE api_tokens SET expires_at = ? WHERE digest = ?", "now, digest"),
+        ("UPDATE users SET active = 0 WHERE username = ?", "alice"),
+        ("UPDATE users SET deleted_at = ? WHERE username = ?", "now, alice"),
+    ],
+)
+def test_token__credentials_changed_by_another_connection__401_on_the_very_next_request(
+    client, db, alice, change, params
+):
+    """Issue 12: another process's change reaches this one's remembered tokens at once: the
+    credentials version (moved by the triggers of api_tokens and users, on both engines) is
+    read on every request."""
+    # Given: alice's token, found valid and remembered
+    assert client.get(UI, headers=auth(alice)).status_code == 200
+    # When: another connection (another process, as far as the app can tell) changes it
+    values = {"now": now_rfc3339(), "digest": tokens.digest(alice), "alice": "alice"}
+    db.run(change, [values[name] for name in params.split(", ")])
+    # Then
+    assert client.get(UI, headers=auth(alice)).status_code == 401

@@ -3,13 +3,43 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+import threading
 
 import pytest
+from scim_helpers import Scim, new_scim_token, user_body
 
+from flagadmin.app import create_app
 from flagadmin.cli import cli
+from flagadmin.config import Settings
+from flagadmin.store import connect, integration_events, tokens
 from flagadmin.store import schema as store_db
 from flagadmin.store.tokens import digest
+
+from helpers import fingerprint, table_counts, table_names
+
+
+def schema_version(target: str) -> int:
+    """The schema version stored in the database at ``target``, as each engine keeps it
+    (SQLite: ``PRAGMA user_version``; PostgreSQL: the settings row ``schema_version``)."""
+    with connect(target) as conn:
+        if conn.dialect == "postgresql":
+            return int(conn.value("SELECT value FROM settings WHERE key = 'schema_version'"))
+        return conn.pragma("user_version")
+
+
+def set_schema_version(target: str, version: int) -> None:
+    """Make the database at ``target`` look written by a flagadmin of schema ``version``."""
+    with connect(target) as conn:
+        if conn.dialect == "postgresql":
+            conn.run("UPDATE settings SET value = ? WHERE key = 'schema_version'", [str(version)])
+        else:
+            conn.pragma(f"user_version = {int(version)}")
+
+
+def every_row_as_text(target: str) -> str:
+    """Every row of every table of the database at ``target``, as text (either engine)."""
+    with connect(target) as conn:
+        return "\n".join(repr(conn.all(f'SELECT * FROM "{name}"')) for name in table_names(conn))
 
 
 @pytest.mark.parametrize("command", sorted(cli.commands))
@@ -28,23 +58,42 @@ def test_init_db__twice__harmless(invoke):
     assert f"(was {store_db.SCHEMA_VERSION})" in second.output
 
 
-def test_init_db__newer_schema__refused_and_untouched(invoke, tmp_path):
-    path = tmp_path / "newer.db"
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA user_version = 99")
-    conn.close()
+def test_init_db__newer_schema__refused_and_untouched(invoke):
+    # Given: a database written by a newer flagadmin (schema version 99)
+    assert invoke("init-db").exit_code == 0
+    set_schema_version(invoke.db, 99)
+    before = fingerprint(invoke.db)
+    # When
+    result = invoke("init-db")
+    # Then
+    assert result.exit_code != 0
+    assert "newer" in result.output and "not changed" in result.output
+    assert schema_version(invoke.db) == 99
+    assert fingerprint(invoke.db) == before
+
+
+def test_init_db__sqlite_file_of_a_newer_schema__refused_and_every_byte_untouched(db_path, invoke):
+    # Given: a SQLite file holding nothing but a newer schema version
+    path = db_path.parent / "newer.db"
+    set_schema_version(str(path), 99)
     before = path.read_bytes()
+    # When
     result = invoke("init-db", db=str(path))
+    # Then
     assert result.exit_code != 0
     assert "newer" in result.output and "not changed" in result.output
     assert path.read_bytes() == before
 
 
-def test_db__default_from_environment(runner, tmp_path, monkeypatch):
-    path = tmp_path / "env.db"
-    monkeypatch.setenv("FLAGADMIN_DATABASE", str(path))
-    assert runner.invoke(cli, ["init-db"]).exit_code == 0
-    assert path.exists()
+def test_db__default_from_environment(runner, empty_database, monkeypatch):
+    # Given: the database named by FLAGADMIN_DATABASE only (a path, or a postgresql:// URL)
+    monkeypatch.setenv("FLAGADMIN_DATABASE", empty_database)
+    # When
+    result = runner.invoke(cli, ["init-db"])
+    # Then
+    assert result.exit_code == 0, result.output
+    assert schema_version(empty_database) == store_db.SCHEMA_VERSION
+    assert table_counts(empty_database)["features"] == 0
 
 
 def test_seed__demo__loaded(invoke):
@@ -58,10 +107,9 @@ def test_create_token__admin_and_user__printed_once_stored_as_digest(invoke):
     admin = invoke("create-token", "--admin").output.strip()
     personal = invoke("create-token", "--user", "alice").output.strip()
     assert admin.startswith("*:*.") and personal.startswith("user:")
-    conn = sqlite3.connect(invoke.db)
-    stored = {row[0] for row in conn.execute("SELECT digest FROM api_tokens")}
-    dump = "\n".join(conn.iterdump())
-    conn.close()
+    with connect(invoke.db) as conn:
+        stored = set(conn.values("SELECT digest FROM api_tokens"))
+    dump = every_row_as_text(invoke.db)
     assert stored == {digest(admin), digest(personal)}
     assert admin not in dump and personal not in dump
 
@@ -134,9 +182,7 @@ def test_seed__invalid_document__refused_naming_file_record_field_and_nothing_wr
     assert "b-bad.json" in result.output
     for text in expected:
         assert text in result.output
-    conn = sqlite3.connect(invoke.db)
-    assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == 0
-    conn.close()
+    assert table_counts(invoke.db)["users"] == 0
 
 
 def test_seed__twice__second_refused_as_duplicate(invoke, tmp_path):
@@ -177,8 +223,6 @@ def test_create_app__many_apps__never_run_git(database, monkeypatch):
     """The revision is found once, at build or at start (cli.main), never per app."""
     import subprocess
 
-    from flagadmin.app import create_app
-
     def no_subprocess(*args, **kwargs):
         raise AssertionError(f"create_app ran a process: {args}")
 
@@ -187,3 +231,133 @@ def test_create_app__many_apps__never_run_git(database, monkeypatch):
     for _ in range(3):
         app = create_app({"DATABASE": database})
         assert app.test_client().get("/health").status_code == 200
+
+
+# --- seeds on either engine (issue 12) ---------------------------------------------------------
+
+IDS_GIVEN = {
+    "users": [{"id": 500, "username": "given", "rootRole": "Admin"}],
+    "integrations": [{"id": 700, "provider": "webhook", "parameters": {"url": "http://127.0.0.1:9/x"}}],
+    "integrationEvents": [
+        {
+            "integrationId": 700,
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "state": "success",
+            "stateDetails": "ok",
+            "event": {
+                "id": 1,
+                "type": "feature-created",
+                "createdBy": "x",
+                "createdAt": "2026-01-01T00:00:00.000Z",
+            },
+            "details": {},
+        }
+    ],
+}
+
+
+def test_seed__ids_given__later_users_integrations_and_log_rows_get_ids_after_them(invoke, tmp_path):
+    # Given: a seed that gives a user and an integration their ids
+
+    assert invoke("seed", write(tmp_path, "ids.json", IDS_GIVEN)).exit_code == 0
+    with connect(invoke.db) as conn:
+        seeded_log_id = conn.value("SELECT max(id) FROM integration_events")
+        admin = tokens.new_admin_token()
+        tokens.insert_token(conn, admin, kind="admin", name="ids")
+        scim_token = new_scim_token(conn)
+    client = create_app(
+        {
+            "DATABASE": invoke.db,
+            "TESTING": True,
+            "SETTINGS": Settings(git_revision="abc123", integrations_allowed_hosts=("127.0.0.1",)),
+        }
+    ).test_client()
+    # When: a user, an integration and a log row are created without ids
+    user = Scim(client, scim_token).post("/Users", user_body("later@example.com"))
+    addon = client.post(
+        "/api/admin/addons",
+        json={
+            "provider": "webhook",
+            "enabled": True,
+            "parameters": {"url": "http://127.0.0.1:9/y"},
+            "events": [],
+        },
+        headers={"Authorization": admin},
+    )
+    with connect(invoke.db) as conn, conn.write("integration_events"):
+        row = integration_events.append(
+            conn,
+            700,
+            created_at="2026-01-02T00:00:00.000Z",
+            state="success",
+            state_details="ok",
+            event='{"id":2}',
+            details="{}",
+        )
+    # Then: each takes the next id after the given ones
+    assert user.status_code == 201, user.get_json()
+    assert int(user.get_json()["id"]) == 501
+    assert addon.status_code == 201, addon.get_json()
+    assert addon.get_json()["id"] == 701
+    assert int(row["id"]) > seeded_log_id
+
+
+def test_seed__text_with_nul__refused_naming_where_and_nothing_written(invoke, tmp_path):
+    # Given: a document whose flag description holds NUL (PostgreSQL cannot store it)
+    document = json.loads(json.dumps(VALID))
+    document["features"][0]["description"] = "before\x00after"
+    # When
+    result = invoke("seed", write(tmp_path, "nul.json", document))
+    # Then
+    assert result.exit_code == 1
+    assert "features[0] (name 'f'): description: must not contain the character NUL" in result.output
+    assert table_counts(invoke.db)["users"] == 0
+
+
+def test_seed__flags_of_its_names_created_over_http_meanwhile__one_side_wins_cleanly(invoke, tmp_path):
+    # Given: the demo data, a seed of 200 flags of which 20 are also being created over HTTP
+    assert invoke("seed").exit_code == 0
+    with connect(invoke.db) as conn:
+        admin = tokens.new_admin_token()
+        tokens.insert_token(conn, admin, kind="admin", name="race")
+    app = create_app({"DATABASE": invoke.db, "TESTING": True, "SETTINGS": Settings(git_revision="abc")})
+    contested = [f"meanwhile-{n}" for n in range(20)]
+    names = [f"bulk-{n}" for n in range(180)] + contested
+    bulk = {
+        "projects": [{"id": "bulk", "name": "Bulk"}],
+        "features": [
+            {"name": name, "project": "bulk", "type": "release", "createdAt": "2026-01-01T00:00:00Z"}
+            for name in names
+        ],
+    }
+    path = write(tmp_path, "bulk.json", bulk)
+    statuses: list[int] = []
+    started = threading.Event()
+
+    def create_flags() -> None:
+        http = app.test_client()
+        started.set()
+        for name in contested:
+            response = http.post(
+                "/api/admin/projects/default/features", json={"name": name}, headers={"Authorization": admin}
+            )
+            statuses.append(response.status_code)
+
+    # When: the flags are created over HTTP while the seed loads
+    creator = threading.Thread(target=create_flags)
+    creator.start()
+    started.wait(10)
+    result = invoke("seed", path)
+    creator.join(60)
+    # Then: each side either wrote or was refused as on SQLite (taken: 400; already exists),
+    # never a 409, a 500 or a half-written seed; and each name names one flag
+    assert len(statuses) == 20 and set(statuses) <= {201, 400}
+    with connect(invoke.db) as conn:
+        bulk_flags = conn.value("SELECT count(*) FROM features WHERE project_id = 'bulk'")
+        stored = conn.value("SELECT count(*) FROM features WHERE name LIKE 'meanwhile-%'")
+    assert stored == 20
+    if result.exit_code == 0:
+        assert statuses == [400] * 20 and bulk_flags == 200
+    else:
+        assert result.exit_code == 1 and "already exists in the database" in result.output, result.output
+        assert 201 in statuses and bulk_flags == 0

@@ -8,9 +8,12 @@ Settings make retries happen in fractions of a second: timeout 1 s, retry schedu
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sqlite3
+import subprocess
 import time
+from collections import Counter
 from datetime import timedelta
 
 import orjson
@@ -23,7 +26,7 @@ from flagadmin.store import connect, deliveries, is_postgresql
 from flagadmin.store import events as store_events
 from flagadmin.timestamps import parse_rfc3339
 
-from helpers import ManualClock, auth
+from helpers import FLAGADMIN, ManualClock, auth
 from receiver import Receiver
 
 FAST = {
@@ -577,6 +580,75 @@ def test_serve__sigkill_with_deliveries_in_flight__all_delivered_after_restart(
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         finally:
             conn.close()
+
+
+def test_two_processes__deliver_side_by_side__every_delivery_made_exactly_once_none_lost(
+    client, admin_token, db, database, receiver, tmp_path
+):
+    """Issue 12: two ``flagadmin deliver`` processes on one database (PostgreSQL, or one SQLite
+    file) claim each delivery exactly once. No attempt fails, so the receiver must see every
+    ``webhook-id`` once; each integration's window holds across processes (maxInFlight 1: in
+    order), and each log (spec 4.1) stays gap-free with ids growing with ``seq``."""
+    # Given: an integration delivering in order (window 1), and one whose first five
+    # deliveries are held by the receiver until five are in flight at once: with four threads
+    # a process, that needs both processes delivering at the same moment; and 100 changes
+    # waiting, so that eight threads keep claiming side by side
+    in_order = create(client, admin_token, receiver.url("/ok"))
+    parallel = create(client, admin_token, receiver.url("/together/5"), maxInFlight=8)
+    before = [change(db, feature_name=f"before-{n}") for n in range(100)]
+    # When: two delivery processes start together, and more changes come while they run
+    env = {**os.environ, **FAST_ENV, "FLAGADMIN_DELIVERY_TIMEOUT": "15"}
+    processes = []
+    for n in range(2):
+        with open(tmp_path / f"deliver-{n}.log", "wb") as output:
+            processes.append(
+                subprocess.Popen(
+                    [*FLAGADMIN, "deliver", "--workers", "4", "--db", database],
+                    env=env,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+    try:
+        during = [change(db, feature_name=f"during-{n}") for n in range(10)]
+        recorded = before + during
+
+        def all_finished() -> bool:
+            return db.value(
+                "SELECT count(*) FROM integration_deliveries WHERE integration_id IN (?, ?)"
+                " AND state = 'delivered'",
+                [in_order, parallel],
+            ) == 2 * len(recorded)
+
+        wait_until(all_finished, timeout=60)
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        codes = [process.wait(20) for process in processes]
+    # Then: both processes worked at once, and stopped cleanly
+    assert receiver.together_met, "the two processes never had five deliveries in flight at once"
+    assert codes == [0, 0], [(tmp_path / f"deliver-{n}.log").read_text() for n in range(2)]
+    # ... every delivery was attempted once and delivered, its webhook-id seen exactly once
+    made = db.all(
+        "SELECT event_id, integration_id, webhook_id, attempts, state FROM integration_deliveries"
+        " WHERE integration_id IN (?, ?) ORDER BY id",
+        [in_order, parallel],
+    )
+    assert len(made) == 2 * len(recorded)
+    assert {(d["attempts"], d["state"]) for d in made} == {(1, "delivered")}
+    seen = Counter(r.headers["webhook-id"] for r in receiver.received())
+    assert seen == Counter(d["webhook_id"] for d in made)
+    assert set(seen.values()) == {1}
+    # ... the window of one kept the events in their order
+    assert [r.json()["id"] for r in receiver.received("/ok")] == recorded
+    # ... and each log holds one row per delivery, seq 1..n without gaps, ids growing with seq
+    for integration in (in_order, parallel):
+        rows = db.all(
+            "SELECT id, seq FROM integration_events WHERE integration_id = ? ORDER BY seq", [integration]
+        )
+        assert [row["seq"] for row in rows] == list(range(1, len(recorded) + 1))
+        ids = [row["id"] for row in rows]
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
 
 
 @pytest.mark.parametrize(

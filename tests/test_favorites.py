@@ -96,3 +96,23 @@ def test_favorite__archived_flag__stays_out_of_the_dashboard(client, alice, db):
     )
     assert favorite(client, alice, name=name).status_code == 200
     assert name not in dashboard_flags(client, alice)
+
+
+def content_version(db) -> int:
+    return int(db.value("SELECT value FROM settings WHERE key = 'content_version'"))
+
+
+def test_favorite__twice__the_second_moves_no_content_version_and_4_4_keeps_its_etag(client, victor, db):
+    # Given: the flag favorited once, and the archive's ETag after it
+    assert favorite(client, victor).status_code == 200
+    version = content_version(db)
+    etag = client.get("/api/admin/archive/features", headers=auth(victor)).headers["ETag"]
+    # When: favorited again (a write that changes no row, on either engine)
+    assert favorite(client, victor).status_code == 200
+    # Then: the answers computed before still hold
+    assert content_version(db) == version
+    again = client.get("/api/admin/archive/features", headers={**auth(victor), "If-None-Match": etag})
+    assert again.status_code == 304
+    # and a write that changes a row moves it
+    assert favorite(client, victor, method="delete").status_code == 200
+    assert content_version(db) > version

@@ -257,6 +257,40 @@ def test_create__twenty_concurrent_creates_of_one_name__exactly_one_201(live_ser
     assert [f["name"] for f in listing["features"]].count("race") == 1
 
 
+def test_create__twenty_concurrent_creates_of_one_name_over_two_processes__exactly_one_201(
+    live_server, alice
+):
+    # Given: two servers on one database (two hosts behind a load balancer, issue 12), and 20
+    # clients ready at one barrier, half on each
+    servers = [live_server(threads=4), live_server(threads=4)]
+    barrier = threading.Barrier(20)
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def one(server) -> None:
+        barrier.wait(timeout=10)
+        reply = server.request(
+            "POST",
+            features_path("default"),
+            {**auth(alice), "Content-Type": "application/json"},
+            orjson.dumps({"name": "race-across"}),
+        )
+        with lock:
+            statuses.append(reply.status)
+
+    threads = [threading.Thread(target=one, args=(servers[n % 2],)) for n in range(20)]
+    # When
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    # Then: one 201, nineteen 400 (the name is taken), and both processes list it once
+    assert sorted(statuses) == [201] + [400] * 19
+    for server in servers:
+        listing = server.request("GET", features_path("default"), auth(alice)).json()
+        assert [f["name"] for f in listing["features"]].count("race-across") == 1
+
+
 # --- read ---------------------------------------------------------------------------------
 
 

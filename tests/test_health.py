@@ -35,12 +35,12 @@ def test_health__database_file_corrupted__503_envelope(make_app, db_path):
     assert_unavailable(response, db_path)
 
 
-def test_health__database_directory_deleted__503_envelope(tmp_path, seeded_template, make_app):
+def test_health__database_directory_deleted__503_envelope(tmp_path, db_path, make_app):
     # Given: an app whose database lives in a directory that is then deleted
     folder = tmp_path / "data"
     folder.mkdir()
     path = folder / "flagadmin.db"
-    shutil.copyfile(seeded_template, path)
+    shutil.copyfile(db_path, path)
     client = make_app(config={"DATABASE": str(path)}).test_client()
     assert client.get("/health").status_code == 200
     shutil.rmtree(folder)

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import re
 import select
-import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -63,23 +61,22 @@ class Server:
     port: int
     admin: str
     alice: str
-    db_path: Path
+    database: str
     live: LiveServer
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, seeded_template):
+def server(tmp_path_factory, seeded_copy):
     """One server for the module, on its own copy of the demo database."""
     folder = tmp_path_factory.mktemp("hostile")
-    path = folder / "flagadmin.db"
-    shutil.copyfile(seeded_template, path)
+    path = seeded_copy(folder)
     admin, alice = tokens.new_admin_token(), tokens.new_personal_token()
     with connect(path) as db:
         tokens.insert_token(db, admin, kind="admin", name="hostile")
         tokens.insert_token(
             db, alice, kind="personal", user_id=users.id_by_username(db, "alice"), name="hostile"
         )
-    live = LiveServer(path)
+    live = LiveServer(path, log_dir=folder)
     yield Server(live.port, admin, alice, path, live)
     live.stop()
     log = live.log.read_text()
@@ -164,11 +161,8 @@ def assert_waitress(answer: Answer, status: int, text: str) -> None:
 
 
 def scim_rows(server: Server) -> int:
-    conn = sqlite3.connect(server.db_path)
-    try:
-        return conn.execute("SELECT count(*) FROM scim_tokens").fetchone()[0]
-    finally:
-        conn.close()
+    with connect(server.database) as conn:
+        return conn.value("SELECT count(*) FROM scim_tokens")
 
 
 # --- sizes: headers, request lines, bodies ------------------------------------------------
@@ -364,9 +358,8 @@ def test_query__largest_offset__200_empty_page(server):
 def test_events_id__injection_traversal_or_odd_number__json_404_and_nothing_leaks(server, id_):
     body = assert_envelope(request(server, b"/api/admin/addons/%s/events" % id_), 404, "NotFoundError")
     assert "root:" not in body["message"] and "digest" not in body["message"].replace("digest FROM", "")
-    conn = sqlite3.connect(server.db_path)
-    assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == 9
-    conn.close()
+    with connect(server.database) as conn:
+        assert conn.value("SELECT count(*) FROM users") == 9
 
 
 def test_events_id__leading_zeros__the_same_integration(server):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from flagadmin.store import integration_events
+
 from helpers import auth
 
 PATH = "/api/admin/addons/{id}/events"
@@ -194,3 +196,40 @@ def test_events__integration_id_up_to_2_to_the_63__served(
     assert_valid(response, PATH)
     assert [e["integrationId"] for e in response.get_json()["integrationEvents"]] == [integration]
     assert events(client, admin_token, integration=2**63).status_code == 404
+
+
+def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
+    """Issue 12: a page at any offset is one seek of the ``(integration_id, seq)`` index,
+    read backwards, with no sort and no scan of the table, on SQLite and on PostgreSQL."""
+    # Given: integration 1 with a long log, and the planner's statistics up to date
+    head = integration_events.head(db, 1).head
+    rows = [
+        (1, head + n, "2026-11-22T02:00:00.000Z", "success", "ok", '{"id":1}', "{}") for n in range(1, 5001)
+    ]
+    with db.write():
+        db.run_many(
+            "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details, event,"
+            " details) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    db.run("ANALYZE integration_events")
+    top = integration_events.head(db, 1).head
+    # When: the page at offset 4,000 is read, its statement recorded, then explained
+    sent: list[str] = []
+    db.trace(sent.append)
+    page = integration_events.page(db, 1, top, 50, 4000)
+    db.trace(None)
+    (statement,) = sent
+    if db.dialect == "postgresql":
+        plan = "\n".join(db.values(f"EXPLAIN {statement}"))
+        # Then
+        assert "Index Scan Backward using integration_events_integration_id_seq_key" in plan, plan
+        assert "seq <=" in plan.split("Index Cond:")[1], plan
+        assert "Seq Scan" not in plan and "Sort" not in plan, plan
+    else:
+        plan = "\n".join(row["detail"] for row in db.all(f"EXPLAIN QUERY PLAN {statement}"))
+        # Then
+        assert "SEARCH integration_events USING INDEX" in plan and "seq<?" in plan, plan
+        assert "TEMP B-TREE" not in plan, plan
+    assert [int(item["id"]) for item in page] == sorted((int(item["id"]) for item in page), reverse=True)
+    assert len(page) == 50

@@ -148,13 +148,18 @@ def test_document__one_per_app__built_from_its_own_views(make_app):
 
 
 @pytest.fixture
-def api_schema(make_app):
+def api_schema(make_app, admin_token):
     # schemathesis's ignored_auth check sends hundreds of unauthenticated requests a minute from
     # one address and wants 401 to each: the throttle (tested in test_throttle.py) would
     # rightly answer 429 past the limit, so this app allows far more failures than the default.
     # No field takes a NUL character (a 400 says so, test_errors.py): not generated here.
+    # The admin token is the document's security scheme's key, so that schemathesis itself
+    # decides when a request goes without it (a negative case that drops the header must
+    # stay without it).
     app = make_app(auth_failure_limit="100000/minute", **ADDON_SETTINGS)
-    config = SchemathesisConfig.from_dict({"generation": {"allow-x00": False}})
+    config = SchemathesisConfig.from_dict(
+        {"generation": {"allow-x00": False}, "auth": {"openapi": {"apiKey": {"api_key": admin_token}}}}
+    )
     return schemathesis.openapi.from_wsgi("/docs/openapi.json", app, config=config)
 
 
@@ -163,7 +168,7 @@ schema = schemathesis.pytest.from_fixture("api_schema").exclude(path_regex=FLAG_
 
 @schema.parametrize()
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-def test_api__schemathesis_finds_nothing(case, admin_token):
+def test_api__schemathesis_finds_nothing(case):
     # Every check schemathesis has, on positive and negative data, with a valid admin token
     # identity: the in-process WSGI transport hands schemathesis the raw bytes, gzip undecoded
-    case.call_and_validate(headers={"Authorization": admin_token, "Accept-Encoding": "identity"})
+    case.call_and_validate(headers={"Accept-Encoding": "identity"})

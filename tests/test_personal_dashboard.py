@@ -9,6 +9,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from flagadmin.seed_documents import demo_files
+from flagadmin.store import personal_dashboard
 from flagadmin.timestamps import format_rfc3339
 
 from helpers import auth
@@ -204,3 +205,96 @@ def test_dashboard__owner_name__falls_back_to_username_then_email(client, seed, 
     )
     body = client.get(PATH, headers=auth(make_token(user="u600"))).get_json()
     assert [o["name"] for o in body["projectOwners"]] == ["Named Person", "u601"]
+
+
+# --- the same on SQLite and PostgreSQL (issue 12) -------------------------------------------------
+
+
+def test_next_health_change__date_arithmetic__the_stored_format_lifetime_after_creation(db, seed):
+    # Given: the youngest flag that can become potentially stale is an operational one (7 days)
+    seed(
+        {
+            "users": [{"id": 700, "username": "ines", "rootRole": "Viewer"}],
+            "projects": [{"id": "dates", "name": "Dates", "members": [{"userId": 700, "role": "Owner"}]}],
+            "features": [
+                {
+                    "name": "d-release",
+                    "project": "dates",
+                    "type": "release",
+                    "createdAt": "2026-02-27T23:59:59.999Z",
+                },
+                {
+                    "name": "d-oper",
+                    "project": "dates",
+                    "type": "operational",
+                    "createdAt": "2026-02-26T10:00:00.123Z",
+                },
+                {
+                    "name": "d-kill",
+                    "project": "dates",
+                    "type": "kill-switch",
+                    "createdAt": "2026-02-01T00:00:00.000Z",
+                },
+            ],
+        }
+    )
+    # When: across the end of February (month lengths are the engine's business)
+    changes = personal_dashboard.next_health_change(db, 700, "2026-02-28T00:00:00.000Z")
+    later = personal_dashboard.next_health_change(db, 700, "2026-03-05T10:00:00.124Z")
+    (dates,) = personal_dashboard.projects(db, 700, "2026-03-05T10:00:00.123Z")
+    # Then
+    assert changes == "2026-03-05T10:00:00.123Z"
+    assert later == "2026-04-08T23:59:59.999Z"
+    assert dates["health"] == 67  # 1 of 3: d-oper is exactly 7 days old, potentially stale
+
+
+def _statements(db, work) -> list[str]:
+    traced: list[str] = []
+    db.trace(traced.append)
+    try:
+        work()
+    finally:
+        db.trace(None)
+    return traced
+
+
+def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
+    """bench/README.md "Statement count of 4.2": a fixed number whatever the data size."""
+
+    def dashboard() -> None:
+        personal_dashboard.admins(db)
+        personal_dashboard.project_owners(db, 2, False)
+        personal_dashboard.projects(db, 2, "2026-06-01T00:00:00.000Z")
+        personal_dashboard.flags(db, 2)
+        personal_dashboard.next_health_change(db, 2, "2026-06-01T00:00:00.000Z")
+
+    # Given: alice's dashboard on the demo data
+    small = _statements(db, dashboard)
+    # When: ten times more flags she created, members and projects
+    seed(
+        {
+            "users": [{"id": 800 + i, "username": f"many{i}", "rootRole": "Viewer"} for i in range(40)],
+            "projects": [
+                {
+                    "id": f"many{p}",
+                    "name": f"Many {p}",
+                    "members": [{"userId": 2, "role": "Owner"}]
+                    + [{"userId": 800 + i, "role": "Member"} for i in range(40)],
+                }
+                for p in range(10)
+            ],
+            "features": [
+                {
+                    "name": f"many-{n}",
+                    "project": f"many{n % 10}",
+                    "type": "release",
+                    "createdAt": "2026-01-01T00:00:00.000Z",
+                    "createdByUserId": 2,
+                }
+                for n in range(300)
+            ],
+        }
+    )
+    large = _statements(db, dashboard)
+    # Then
+    assert len(small) == len(large) == 5

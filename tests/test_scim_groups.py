@@ -406,6 +406,75 @@ def test_mapping_before_the_group_exists__applies_when_scim_creates_it(scim, db)
     assert "Owner" in visibility.project_roles(db, kenji, "growth")
 
 
+# --- the same on SQLite and PostgreSQL (issue 12) ------------------------------------------------
+
+
+@pytest.mark.parametrize(("taken", "new", "status"), [("Ünit", "ÜNIT", 409), ("Ünit", "ünit", 201)])
+def test_create__display_name_differing_in_case__409_only_when_ascii_letters_differ(scim, taken, new, status):
+    # Given
+    scim.create_group(taken)
+    # When
+    response = scim.post("/Groups", group_body(new))
+    # Then
+    assert response.status_code == status, response.get_json()
+
+
+def test_mapping__group_named_in_another_case__applies_ascii_letters_folded_only(scim, db):
+    # Given
+    map_root_role(db, "ÜNIT ADMINS", "Admin")
+    kenji = user_id(db, "kenji")
+    # When
+    scim.create_group("Ünit admins", [kenji])
+    scim.create_group("ünit admins", [user_id(db, "sam")])
+    # Then
+    admins = set(db.values("SELECT user_id FROM group_granted_root_roles WHERE root_role = 'Admin'"))
+    assert admins == {int(kenji)}
+
+
+def versions(db) -> dict[str, int]:
+    return {
+        row["key"]: int(row["value"])
+        for row in db.all(
+            "SELECT key, value FROM settings WHERE key IN ('content_version', 'credentials_version')"
+        )
+    }
+
+
+def test_directory_writes__move_both_version_counters__not_when_nothing_changes(scim, db):
+    """The token cache and 4.2's answers, in every process, rely on these counters (spec 4.2;
+    issue 12: a deactivated user's token gets 401 on the very next request anywhere)."""
+    bob, sam = user_id(db, "bob"), user_id(db, "sam")
+    steps = {
+        "group created with a member": lambda: scim.create_group("Counted", [bob]),
+        "member added": lambda: scim.patch(
+            f"/Groups/{group_id()}", {"op": "add", "path": "members", "value": [{"value": sam}]}
+        ),
+        "root role mapped": lambda: map_root_role(db, "counted", "Editor"),
+        "project role mapped": lambda: map_project_role(db, "Counted", "growth", "Member"),
+        "member removed": lambda: scim.patch(
+            f"/Groups/{group_id()}", {"op": "remove", "path": f'members[value eq "{sam}"]'}
+        ),
+    }
+
+    def group_id() -> str:
+        return "group-" + str(db.value("SELECT id FROM directory_groups WHERE name_key = 'counted'"))
+
+    for step, act in steps.items():
+        before = versions(db)
+        act()
+        after = versions(db)
+        assert all(after[key] > before[key] for key in before), step
+    # a user deactivated: credentials_version moves
+    before = versions(db)
+    scim.patch(f"/Users/{bob}", {"op": "replace", "path": "active", "value": False})
+    assert versions(db)["credentials_version"] > before["credentials_version"]
+    # requests that change nothing move nothing
+    before = versions(db)
+    scim.patch(f"/Groups/{group_id()}", {"op": "remove", "path": 'members[value eq "9999"]'})
+    scim.patch(f"/Users/{bob}", {"op": "replace", "path": "active", "value": False})
+    assert versions(db) == before
+
+
 def test_read_big_group__gzip_when_accepted(scim, db):
     import gzip
 

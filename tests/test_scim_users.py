@@ -261,6 +261,7 @@ def test_list__count_zero__totals_only(scim):
         ({"count": -3}, 1, 0),
         ({"count": 100000}, 1, 9),
         ({"startIndex": 2, "aadOptscim062020": ""}, 2, 8),
+        ({"startIndex": 2**63 - 1}, 2**63 - 1, 0),
     ],
 )
 def test_list__paging_parameters__clamped(scim, params, start, items):
@@ -268,7 +269,7 @@ def test_list__paging_parameters__clamped(scim, params, start, items):
     assert (page["startIndex"], page["itemsPerPage"], len(page["Resources"])) == (start, items, items)
 
 
-@pytest.mark.parametrize("params", [{"count": "ten"}, {"startIndex": "1.5"}])
+@pytest.mark.parametrize("params", [{"count": "ten"}, {"startIndex": "1.5"}, {"startIndex": str(2**63)}])
 def test_list__non_integer_paging__400_invalid_value(scim, params):
     assert_scim_error(scim.get("/Users", query_string=params), 400, "invalidValue")
 
@@ -411,6 +412,29 @@ def test_deactivate__personal_token_401_on_next_request__admin_token_still_works
     assert client.get("/api/admin/ui-config", headers=auth(admin_token)).status_code == 200
 
 
+def test_deactivate_through_one_app__other_app_401_on_next_request_and_dashboard_updated(
+    make_app, db, make_token
+):
+    # Given: two apps on one database (two processes behind a load balancer: each its own
+    # token cache and 4.2 answers), alice's token and carol's dashboard known to the first
+    first, second = make_app().test_client(), make_app().test_client()
+    alice, carol = make_token(user="alice"), make_token(user="carol")
+    assert first.get(DASHBOARD, headers=auth(alice)).status_code == 200
+    before = first.get(DASHBOARD, headers=auth(carol)).get_json()
+    alice_id = db.value("SELECT id FROM users WHERE username = 'alice'")
+    # When: the directory deactivates her through the second
+    scim = Scim(second, new_scim_token(db))
+    assert (
+        scim.patch(f"/Users/{alice_id}", {"op": "replace", "path": "active", "value": False}).status_code
+        == 200
+    )
+    # Then: the first learns of it on its very next requests
+    assert first.get(DASHBOARD, headers=auth(alice)).status_code == 401
+    after = first.get(DASHBOARD, headers=auth(carol)).get_json()
+    assert "Alice Q. Example" in [o["name"] for o in before["projectOwners"]]
+    assert "Alice Q. Example" not in [o["name"] for o in after["projectOwners"]]
+
+
 def test_deactivated_user__holds_no_project_role_and_is_no_admin(scim, db, make_token):
     # Given: carol is an Admin, alice the Owner of mobile
     victor = make_token(user="victor")
@@ -457,6 +481,69 @@ def test_delete__tombstone_404_after__username_and_external_id_free_again(scim, 
     assert again["id"] != user["id"]
     kinds = [row["type"] for row in db.all("SELECT type FROM events ORDER BY id")]
     assert kinds.count("user-deleted") == 1 and "group-user-removed" in kinds
+
+
+# --- the same answers on SQLite and PostgreSQL (issue 12) ---------------------------------------
+
+#: userName -> externalId of users whose filters read differently under another fold (Unicode
+#: lower()), another collation (a locale's order), or another LIKE (case-sensitive or not).
+ENGINE_TRAPS = {"Zoe": "Zeta", "amy": "alpha", "Émile": "Écho", "under_score": "x_1", "100%": "y%"}
+
+
+@pytest.mark.parametrize(
+    ("scim_filter", "expected"),
+    [
+        ('userName sw "ZO"', ["Zoe"]),  # caseExact false: PostgreSQL's LIKE alone keeps case
+        ('externalId sw "zeta"', []),  # caseExact true: SQLite's LIKE alone ignores case
+        ('externalId co "LPH"', []),
+        ('userName eq "ÉMILE"', ["Émile"]),  # ASCII letters are folded...
+        ('userName eq "émile"', []),  # ...and no other letter, on both engines
+        ('externalId lt "a"', ["Zoe"]),  # by code point: Z < a (a locale puts a first)
+        ('externalId gt "z"', ["Émile"]),  # É > z (a locale puts É beside E)
+        ('userName gt "z"', ["Zoe", "Émile"]),
+        ('userName co "_"', ["under_score"]),
+        ('externalId ew "%"', ["100%"]),
+        ('meta.created gt "2000-01-01T00:00:00Z" and userName sw "a"', ["amy"]),  # not seeded alice
+        ('meta.lastModified le "2000-01-01T01:00:00+01:00"', []),
+        ('not (userName eq "zoe") and externalId pr', ["amy", "Émile", "under_score", "100%"]),
+        ('not (externalId pr) and userName eq "zoe"', []),
+    ],
+)
+def test_list__filters_engines_could_read_differently__same_answer_on_both(scim, scim_filter, expected):
+    # Given
+    for username, external_id in ENGINE_TRAPS.items():
+        scim.create_user(username, externalId=external_id)
+    # When
+    found = scim.find_users(scim_filter)
+    # Then
+    assert [u["userName"] for u in found] == expected
+
+
+def test_list__nul_in_a_filter_value__400_invalid_filter(scim):
+    # When: PostgreSQL's text cannot hold NUL, and no stored value does
+    response = scim.get("/Users", query_string={"filter": 'userName eq "a\x00b"'})
+    # Then
+    assert_scim_error(response, 400, "invalidFilter")
+
+
+@pytest.mark.parametrize(("taken", "new", "status"), [("Émile", "ÉMILE", 409), ("Émile", "émile", 201)])
+def test_create__username_differing_in_case__409_only_when_ascii_letters_differ(scim, taken, new, status):
+    # Given
+    scim.create_user(taken)
+    # When
+    response = scim.post("/Users", user_body(new))
+    # Then
+    assert response.status_code == status, response.get_json()
+
+
+def test_create__after_seeded_ids__next_ids_follow_the_highest(scim, db, seed):
+    # Given: a seed gave a user an id far above the others
+    seed({"users": [{"id": 500, "username": "seeded", "rootRole": "Viewer"}]})
+    # When
+    first = scim.create_user("first@example.com")
+    second = scim.create_user("second@example.com")
+    # Then
+    assert (first["id"], second["id"]) == ("501", "502")
 
 
 # --- a database from before SCIM -------------------------------------------------------------------

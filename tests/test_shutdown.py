@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
-import sqlite3
 import threading
 import time
 
+from flagadmin.store import connect
 from flagadmin.store.tokens import new_admin_token
 
 
-def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, db_path):
-    # Given: a request that is in flight, blocked on the database write lock
+def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, database):
+    # Given: a request that is in flight, blocked on the write lock that SCIM token generation
+    # takes (SQLite: the database's one writer; PostgreSQL: its advisory lock), held here
     admin = new_admin_token()
     server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin})
-    blocker = sqlite3.connect(db_path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    blocker = contextlib.ExitStack()
+    blocker.enter_context(blocker.enter_context(connect(database)).write("scim_tokens"))
     result: dict = {}
 
     def call() -> None:
@@ -30,8 +32,7 @@ def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, db_pa
     server.process.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     assert server.process.poll() is None, "exited with a request in flight"
-    blocker.execute("COMMIT")
-    blocker.close()
+    blocker.close()  # commits, then closes the connection
     caller.join(30)
     # Then: the request got its answer, and the process exited cleanly
     assert result["reply"].status == 200

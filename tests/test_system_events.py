@@ -3,12 +3,16 @@ deliveries to the integrations whose filters match (the reference server's rules
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import orjson
 import pytest
 
 from flagadmin import events
-from flagadmin.store import deliveries, tokens, users
+from flagadmin.store import connect, deliveries, tokens, users
 from flagadmin.store import events as store_events
+from flagadmin.store import integrations as store_integrations
 from flagadmin.store.tokens import Caller
 
 from helpers import auth
@@ -78,6 +82,38 @@ def test_record__after_the_newest_event_is_deleted__ids_still_grow(db):
         db.run("DELETE FROM integration_deliveries WHERE event_id = ?", [first])
         db.run("DELETE FROM events WHERE id = ?", [first])
     assert record(db) > first
+
+
+def test_record__while_another_connection_deletes_a_matching_integration__no_delivery_no_error(db, database):
+    """Issue 12: a change recorded while another connection (another process, on PostgreSQL)
+    deletes an integration that matches it waits for the delete, then owes that integration
+    nothing: no outbox row pointing at a deleted configuration, no foreign-key failure."""
+    # Given: another connection deleting webhook 1 (which takes every event type), not yet
+    # committed
+    deleter = connect(database)
+    deleting = contextlib.ExitStack()
+    deleting.enter_context(deleter.write("integrations"))
+    assert store_integrations.delete(deleter, 1)
+    outcome: dict = {}
+
+    def change() -> None:
+        try:
+            with connect(database) as conn:
+                outcome["event"] = record(conn, project="default", data={"name": "racing"})
+        except Exception as exc:  # the failure under test, reported to the main thread
+            outcome["error"] = exc
+
+    changer = threading.Thread(target=change)
+    changer.start()
+    # When: the change is under way (it waits for the delete), and the delete commits
+    changer.join(0.5)
+    deleting.close()
+    deleter.close()
+    changer.join(10)
+    # Then: the change went through, owing deliveries to the other webhooks only
+    assert "error" not in outcome, outcome
+    assert delivered_to(db, outcome["event"]) == {2, 3, 4}
+    assert db.value("SELECT count(*) FROM integrations WHERE id = 1") == 0
 
 
 def test_actor__of_callers__user_for_personal_tokens_admin_for_admin_tokens():
