@@ -33,7 +33,11 @@ DEFAULT_AUTH_FAILURE_LIMIT = "30/minute"
 
 #: (variable, default, meaning) for every setting; the README's table is this one.
 ENVIRONMENT_VARIABLES: tuple[tuple[str, str, str], ...] = (
-    ("FLAGADMIN_DATABASE", "./flagadmin.db", "SQLite database file used when --db is not given"),
+    (
+        "FLAGADMIN_DATABASE",
+        "./flagadmin.db",
+        "the database when --db is not given: a SQLite file, or a postgresql:// URL",
+    ),
     ("FLAGADMIN_ADMIN_TOKEN", "(unset)", "serve makes sure this exact admin API token is valid"),
     ("FLAGADMIN_SERVICE_URL", "http://127.0.0.1:4242", "ui-config serviceUrl: the URL users reach"),
     ("FLAGADMIN_NAME", "flagadmin", "ui-config name of this instance"),
