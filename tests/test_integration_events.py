@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from flagadmin.store import integration_events
@@ -231,5 +232,6 @@ def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
         # Then
         assert "SEARCH integration_events USING INDEX" in plan and "seq<?" in plan, plan
         assert "TEMP B-TREE" not in plan, plan
-    assert [int(item["id"]) for item in page] == sorted((int(item["id"]) for item in page), reverse=True)
+    ids = [int(orjson.loads(item)["id"]) for item in page]
+    assert ids == sorted(ids, reverse=True)
     assert len(page) == 50
