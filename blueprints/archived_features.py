@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 
-from flask import Blueprint, Response, stream_with_context
+from flask import Blueprint, Response, current_app, stream_with_context
 from marshmallow import Schema, fields
 from werkzeug.http import generate_etag
 
 from ..store import archived_features
+from ..web.cache import Answer
 from ..web.database import connection, versions
 from ..web.fields import Timestamp
 from ..web.operations import if_none_match, not_modified, operation
@@ -54,6 +55,12 @@ class ArchivedFeaturesSchema(Schema):
 #: Archived flags per chunk of the streamed body.
 ROWS_PER_CHUNK = 500
 
+#: Up to this many archived flags (about 400 bytes each), the answer is built whole and kept,
+#: with its gzip made once, while nothing behind it changes; above, it is streamed every time,
+#: so that memory stays flat whatever the number of flags. The app's config
+#: ``ARCHIVE_KEEP_WHOLE_FLAGS`` may set another bound (0: always streamed).
+KEEP_WHOLE_FLAGS = 2500
+
 
 @operation(
     bp,
@@ -67,17 +74,29 @@ ROWS_PER_CHUNK = 500
 def get_archived_features(caller, conn):
     """Archived flags of the projects the caller sees, most recently archived first.
 
-    Deprecated (spec 4.4, 9.3) and still served. Any valid API token. The body is streamed in
-    chunks as the database builds each flag's JSON, so memory does not grow with the number
-    of flags. The ETag names the content version and the caller's view of it, so If-None-Match
-    is answered 304 without reading a flag.
+    Deprecated (spec 4.4, 9.3) and still served. Any valid API token. Up to
+    :data:`KEEP_WHOLE_FLAGS` flags, the answer is built once and kept (and its gzip made once)
+    until the content version moves; above, the body is streamed in chunks as the database
+    builds each flag's JSON, so memory does not grow with the number of flags. The ETag names
+    the content version and the caller's view of it, so If-None-Match is answered 304 without
+    reading a flag.
     """
     scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
-    version = f"{state().instance_id} {versions().content} {scope}"
-    etag = generate_etag(version.encode())
+    content = versions().content
+    etag = generate_etag(f"{state().instance_id} {content} {scope}".encode())
     matched = if_none_match(etag)
     if matched is not None:
         return not_modified(matched)
+    kept = state().caches.archived_features
+    key = (content, scope)
+    answer = kept.get(key)
+    if answer is not None:
+        return answer
+    bound = current_app.config.get("ARCHIVE_KEEP_WHOLE_FLAGS", KEEP_WHOLE_FLAGS)
+    if archived_features.count(conn, caller.user_id, caller.sees_all_projects) <= bound:
+        rows = archived_features.archived_features_json(conn, caller.user_id, caller.sees_all_projects)
+        body = b'{"version":%d,"features":[%s]}' % (FEATURE_SCHEMA_VERSION, ",".join(rows).encode())
+        return kept.put(key, Answer(body, etag))
 
     def body() -> Iterator[bytes]:
         yield b'{"version":%d,"features":[' % FEATURE_SCHEMA_VERSION

@@ -70,3 +70,11 @@ def archived_features_json(conn: Connection, user_id: int | None, sees_all: bool
     iterator is exhausted or closed, run nothing else on ``conn``.
     """
     return conn.stream(_ARCHIVED[conn.dialect], {"user_id": user_id, "sees_all": int(sees_all)})
+
+
+def count(conn: Connection, user_id: int | None, sees_all: bool) -> int:
+    """How many archived flags of the projects the caller sees there are (one index count)."""
+    return conn.value(
+        f"SELECT count(*) FROM features f WHERE f.archived_at IS NOT NULL AND {visible('f.project_id')}",
+        {"user_id": user_id, "sees_all": int(sees_all)},
+    )

@@ -192,7 +192,7 @@ def test_archive__bodies_abandoned_mid_stream__connections_come_back_and_the_nex
             ]
         }
     )
-    client = make_app(config={"POOL_SIZE": 2}).test_client()
+    client = make_app(config={"POOL_SIZE": 2, "ARCHIVE_KEEP_WHOLE_FLAGS": 0}).test_client()
     # When: five clients go away after the first flags of the body
     for _ in range(5):
         response = client.get(PATH, headers=auth(admin_token), buffered=False)

@@ -104,12 +104,28 @@ def test_gzip__large_answer__compressed_when_accepted(client, admin_token):
     assert json.loads(gzip.decompress(packed.get_data())) == plain.get_json()
 
 
-def test_gzip__streamed_archive__compressed_and_whole(client, admin_token):
+@pytest.mark.parametrize("keep_whole", [0, 2500], ids=["streamed", "kept whole"])
+def test_gzip__archive_streamed_or_kept__compressed_and_whole(make_app, admin_token, keep_whole):
+    client = make_app(config={"ARCHIVE_KEEP_WHOLE_FLAGS": keep_whole}).test_client()
     path = "/api/admin/archive/features"
-    plain = client.get(path, headers=auth(admin_token)).get_json()
+    plain = client.get(path, headers=auth(admin_token))
+    assert ("Content-Length" in plain.headers) == (keep_whole > 0)  # a streamed body has no length
     packed = client.get(path, headers={**auth(admin_token), "Accept-Encoding": "gzip"})
+    again = client.get(path, headers={**auth(admin_token), "Accept-Encoding": "gzip"})
     assert packed.headers["Content-Encoding"] == "gzip"
-    assert json.loads(gzip.decompress(packed.get_data())) == plain
+    assert json.loads(gzip.decompress(packed.get_data())) == plain.get_json()
+    assert again.get_data() == packed.get_data()
+    assert packed.headers["ETag"] == plain.headers["ETag"][:-1] + ':gzip"'
+
+
+def test_archive__kept_whole__same_bytes_as_streamed(make_app, admin_token, alice, victor):
+    """Answers kept whole are the bytes the streamed body would have sent, for every view."""
+    streamed = make_app(config={"ARCHIVE_KEEP_WHOLE_FLAGS": 0}).test_client()
+    kept = make_app().test_client()
+    path = "/api/admin/archive/features"
+    for token in (admin_token, alice, victor):
+        whole = kept.get(path, headers=auth(token)).get_data()
+        assert whole == streamed.get(path, headers=auth(token)).get_data()
 
 
 def test_dashboard__seed_load__next_answer_sees_it(client, seed, alice):

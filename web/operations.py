@@ -187,13 +187,34 @@ def not_modified(etag: str) -> Response:
     return response
 
 
+#: Answers of at least this many bytes are sent gzipped to clients that accept it (as the
+#: compression of other responses, ``web/headers.py``).
+GZIP_MIN_BYTES = 1024
+
+
+def accepts_gzip() -> bool:
+    """True when the request's ``Accept-Encoding`` takes gzip (RFC 9110 section 12.5.3)."""
+    if "gzip" not in request.environ.get("HTTP_ACCEPT_ENCODING", ""):
+        return False
+    return request.accept_encodings.quality("gzip") > 0
+
+
 def answer_response(answer: Answer, status: int = 200) -> Response:
     """The response of a ready :class:`Answer`: 304 when the request's ``If-None-Match``
-    names its ETag, else its bytes (with its ETag)."""
+    names its ETag, else its bytes (with its ETag), gzipped when the client accepts it and the
+    body is large enough: the answer's own gzip, made once (``"<etag>:gzip"`` names that
+    representation, as for every other compressed response)."""
     if answer.etag is not None:
         matched = if_none_match(answer.etag)
         if matched is not None:
             return not_modified(matched)
+    if len(answer.body) >= GZIP_MIN_BYTES and accepts_gzip():
+        response = Response(answer.gzipped(), status=status, mimetype=JSON_MIMETYPE)
+        response.headers["Content-Encoding"] = "gzip"
+        response.headers["Vary"] = "Accept-Encoding"
+        if answer.etag is not None:
+            response.set_etag(f"{answer.etag}:gzip")
+        return response
     response = Response(answer.body, status=status, mimetype=JSON_MIMETYPE)
     if answer.etag is not None:
         response.set_etag(answer.etag)

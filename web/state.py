@@ -24,6 +24,8 @@ EXTENSION = "flagadmin"
 DEFAULT_CACHE_BYTES = {
     "integration_event_pages": 16 * 1024 * 1024,
     "personal_dashboards": 32 * 1024 * 1024,
+    "archived_features": 16 * 1024 * 1024,
+    "dashboard_parts": 4 * 1024 * 1024,
     "callers": 4 * 1024 * 1024,
     "fixed_answers": 1024 * 1024,
 }
@@ -37,6 +39,10 @@ class Caches:
       offset); a new row moves the head, pruning moves the low-water mark.
     - ``personal_dashboards``: 4.2 answers by user, checked against the content version and
       the moment the next flag of the user's projects becomes potentially stale.
+    - ``archived_features``: 4.4 answers up to a size bound (larger ones are streamed), by
+      content version and the caller's view (all projects, or one user's).
+    - ``dashboard_parts``: parts of 4.2 answers that many users share (the admins; the owners
+      of all projects), by content version.
     - ``callers``: tokens found valid, by digest, checked against the credentials version and
       the token's own expiry.
     - ``fixed_answers``: answers that depend on start-up settings only (ui-config, the
@@ -45,6 +51,8 @@ class Caches:
 
     integration_event_pages: AnswerCache
     personal_dashboards: AnswerCache
+    archived_features: AnswerCache
+    dashboard_parts: AnswerCache
     callers: AnswerCache
     fixed_answers: AnswerCache
 
