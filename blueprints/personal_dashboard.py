@@ -10,9 +10,9 @@ from werkzeug.http import generate_etag
 from ..spec import OWNER_TYPES
 from ..store import personal_dashboard
 from ..web.auth import Permission
-from ..web.cache import Answer
+from ..web.cache import Answer, SplicedAnswer
 from ..web.database import versions
-from ..web.operations import operation
+from ..web.operations import answer_response, if_none_match, not_modified, operation
 from ..web.state import state
 
 bp = Blueprint("personal_dashboard", __name__, url_prefix="/api/admin")
@@ -64,17 +64,45 @@ class PersonalDashboardSchema(Schema):
     flags = fields.List(fields.Nested(DashboardFlagSchema), required=True)
 
 
-def dashboard(conn, caller, now: str) -> dict:
-    """The personal dashboard of ``caller`` at ``now``, in its wire shape (spec 2.4)."""
-    return {
-        "admins": [
+def _part(key: tuple, version, build) -> bytes:
+    """JSON bytes of a part of the dashboard shared by many callers, kept per content version
+    in the ``dashboard_parts`` cache: built once per version, not once per caller, and held
+    once by every dashboard that holds it (see :class:`~flagadmin.web.cache.SplicedAnswer`)."""
+    parts = state().caches.dashboard_parts
+    return parts.get_or_build((*key, version), lambda: Answer(orjson.dumps(build()), version=version)).body
+
+
+def dashboard(conn, caller, now: str, version) -> tuple[tuple[bytes, ...], int, str | None]:
+    """The personal dashboard of ``caller`` at ``now`` (spec 4.2): the parts of its JSON bytes
+    (joined, they are the answer), how many of those bytes are the caller's alone, and the
+    first moment after ``now`` at which its projects' health changes with time alone (None:
+    never, while the data stays as it is).
+
+    The admins, and the owners of all projects (for callers who see every project), are the
+    same for every caller: they are built once per content ``version``, and the parts are
+    those very bytes objects.
+    """
+    admins = _part(
+        ("admins",),
+        version,
+        lambda: [
             {key: value for key, value in admin.items() if value is not None}
             for admin in personal_dashboard.admins(conn)
         ],
-        "projectOwners": personal_dashboard.project_owners(conn, caller.user_id, caller.sees_all_projects),
-        "projects": personal_dashboard.projects(conn, caller.user_id, now),
-        "flags": personal_dashboard.flags(conn, caller.user_id),
-    }
+    )
+    if caller.sees_all_projects:
+        owners = _part(("owners", "all"), version, lambda: personal_dashboard.project_owners(conn, 0, True))
+        shared = len(owners)
+    else:
+        owners = orjson.dumps(personal_dashboard.project_owners(conn, caller.user_id, False))
+        shared = 0
+    projects, valid_until = personal_dashboard.projects(
+        conn, caller.user_id, now, personal_dashboard.lifetimes(conn)
+    )
+    # the object's last two members, with its closing brace: '"projects":[...],"flags":[...]}'
+    rest = orjson.dumps({"projects": projects, "flags": personal_dashboard.flags(conn, caller.user_id)})[1:]
+    parts = (b'{"admins":', admins, b',"projectOwners":', owners, b",", rest)
+    return parts, sum(map(len, parts)) - len(admins) - shared, valid_until
 
 
 @operation(
@@ -91,17 +119,26 @@ def get_personal_dashboard(caller, conn):
 
     Needs a personal access token: an admin API token has no user and gets 403. An answer is
     reused while the content version is unchanged and no flag of the caller's projects has
-    reached its type's lifetime since: the same bytes and ETag, computed once.
+    reached its type's lifetime since: the same bytes and ETag, computed once. It is kept as
+    its parts (the shared ones by reference) with its gzip once made, so that the cache holds
+    each caller's own bytes, not a copy of the admins and owners per caller.
     """
     now = state().clock.now_rfc3339()
     version = versions().content
 
-    def fresh(answer: Answer) -> bool:
-        return answer.version == version and (answer.valid_until is None or now < answer.valid_until)
+    def fresh(kept: SplicedAnswer) -> bool:
+        return kept.version == version and (kept.valid_until is None or now < kept.valid_until)
 
-    def build() -> Answer:
-        body = orjson.dumps(dashboard(conn, caller, now))
-        valid_until = personal_dashboard.next_health_change(conn, caller.user_id, now)
-        return Answer(body, generate_etag(body), valid_until=valid_until, version=version)
+    def build() -> SplicedAnswer:
+        parts, own, valid_until = dashboard(conn, caller, now, version)
+        etag = generate_etag(b"".join(parts))
+        return SplicedAnswer(parts, own, etag, valid_until=valid_until, version=version)
 
-    return state().caches.personal_dashboards.get_or_build(caller.user_id, build, fresh)
+    kept = state().caches.personal_dashboards.get_or_build(caller.user_id, build, fresh)
+    matched = if_none_match(kept.etag)
+    if matched is not None:
+        return not_modified(matched)
+    answer = kept.answer()
+    response = answer_response(answer)
+    kept.keep_gzip(answer)
+    return response

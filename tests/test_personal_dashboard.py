@@ -210,7 +210,7 @@ def test_dashboard__owner_name__falls_back_to_username_then_email(client, seed, 
 # --- the same on SQLite and PostgreSQL (issue 12) -------------------------------------------------
 
 
-def test_next_health_change__date_arithmetic__the_stored_format_lifetime_after_creation(db, seed):
+def test_projects_next_change__date_arithmetic__the_stored_format_lifetime_after_creation(db, seed):
     # Given: the youngest flag that can become potentially stale is an operational one (7 days)
     seed(
         {
@@ -239,9 +239,10 @@ def test_next_health_change__date_arithmetic__the_stored_format_lifetime_after_c
         }
     )
     # When: across the end of February (month lengths are the engine's business)
-    changes = personal_dashboard.next_health_change(db, 700, "2026-02-28T00:00:00.000Z")
-    later = personal_dashboard.next_health_change(db, 700, "2026-03-05T10:00:00.124Z")
-    (dates,) = personal_dashboard.projects(db, 700, "2026-03-05T10:00:00.123Z")
+    lifetimes = personal_dashboard.lifetimes(db)
+    _, changes = personal_dashboard.projects(db, 700, "2026-02-28T00:00:00.000Z", lifetimes)
+    _, later = personal_dashboard.projects(db, 700, "2026-03-05T10:00:00.124Z", lifetimes)
+    (dates,), _ = personal_dashboard.projects(db, 700, "2026-03-05T10:00:00.123Z", lifetimes)
     # Then
     assert changes == "2026-03-05T10:00:00.123Z"
     assert later == "2026-04-08T23:59:59.999Z"
@@ -264,9 +265,9 @@ def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
     def dashboard() -> None:
         personal_dashboard.admins(db)
         personal_dashboard.project_owners(db, 2, False)
-        personal_dashboard.projects(db, 2, "2026-06-01T00:00:00.000Z")
+        lifetimes = personal_dashboard.lifetimes(db)
+        personal_dashboard.projects(db, 2, "2026-06-01T00:00:00.000Z", lifetimes)
         personal_dashboard.flags(db, 2)
-        personal_dashboard.next_health_change(db, 2, "2026-06-01T00:00:00.000Z")
 
     # Given: alice's dashboard on the demo data
     small = _statements(db, dashboard)
