@@ -357,11 +357,27 @@ CREATE TRIGGER IF NOT EXISTS users_update_active_credentials_version
 
 -- ==== Version counters =======================================================================
 
--- content_version counts every change to the data that 4.2 and 4.4 read: every write to
--- these tables moves it, so an answer computed at one content version holds until it moves.
+-- content_version counts every change to the data that 4.2 and 4.4 read, so an answer
+-- computed at one content version holds until it moves. Writes to projects, memberships and
+-- favorites always move it. Writes that neither 4.2 nor 4.4 can show do not (issue 13: the
+-- answers stay cached across them): a new user who is not an Admin (no project role yet); a
+-- change to a user's SCIM bookkeeping (externalId, emails' type, version, lastModified), or to
+-- the name, email or picture of a user who is neither an Admin nor in any project or group;
+-- a change to a live flag's description, impression data or last-seen time (4.2 shows none of
+-- them; 4.4 shows archived flags only); the environments of a live flag.
 CREATE TRIGGER IF NOT EXISTS users_insert_content_version AFTER INSERT ON users
+    WHEN NEW.root_role = 'Admin'
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS users_update_content_version AFTER UPDATE ON users
+    WHEN OLD.id IS NOT NEW.id OR OLD.root_role IS NOT NEW.root_role
+        OR ((OLD.active IS NOT NEW.active OR OLD.deleted_at IS NOT NEW.deleted_at
+                OR OLD.username IS NOT NEW.username OR OLD.name IS NOT NEW.name
+                OR OLD.formatted_name IS NOT NEW.formatted_name
+                OR OLD.given_name IS NOT NEW.given_name OR OLD.family_name IS NOT NEW.family_name
+                OR OLD.email IS NOT NEW.email OR OLD.image_url IS NOT NEW.image_url)
+            AND (NEW.root_role = 'Admin'
+                OR EXISTS (SELECT 1 FROM project_members WHERE user_id = NEW.id)
+                OR EXISTS (SELECT 1 FROM directory_group_members WHERE user_id = NEW.id)))
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS users_delete_content_version AFTER DELETE ON users
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
@@ -380,14 +396,22 @@ CREATE TRIGGER IF NOT EXISTS project_members_delete_content_version AFTER DELETE
 CREATE TRIGGER IF NOT EXISTS features_insert_content_version AFTER INSERT ON features
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS features_update_content_version AFTER UPDATE ON features
+    WHEN OLD.archived_at IS NOT NULL OR NEW.archived_at IS NOT NULL
+        OR OLD.name IS NOT NEW.name OR OLD.project_id IS NOT NEW.project_id
+        OR OLD.type IS NOT NEW.type OR OLD.stale IS NOT NEW.stale
+        OR OLD.created_at IS NOT NEW.created_at
+        OR OLD.created_by_user_id IS NOT NEW.created_by_user_id
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS features_delete_content_version AFTER DELETE ON features
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS feature_environments_insert_content_version AFTER INSERT ON feature_environments
+    WHEN EXISTS (SELECT 1 FROM features WHERE name = NEW.feature_name AND archived_at IS NOT NULL)
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS feature_environments_update_content_version AFTER UPDATE ON feature_environments
+    WHEN EXISTS (SELECT 1 FROM features WHERE name = NEW.feature_name AND archived_at IS NOT NULL)
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS feature_environments_delete_content_version AFTER DELETE ON feature_environments
+    WHEN EXISTS (SELECT 1 FROM features WHERE name = OLD.feature_name AND archived_at IS NOT NULL)
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS favorite_features_insert_content_version AFTER INSERT ON favorite_features
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;

@@ -293,13 +293,6 @@ CREATE OR REPLACE VIEW project_roles AS
 -- statement that writes what 4.2 and 4.4 read, credentials_version with every change that can
 -- invalidate a token or change whom it acts as (see schema.sql).
 
-CREATE OR REPLACE FUNCTION flagadmin_move_content_version() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'content_version';
-    RETURN NULL;
-END $$;
-
 CREATE OR REPLACE FUNCTION flagadmin_move_credentials_version() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -307,17 +300,49 @@ BEGIN
     RETURN NULL;
 END $$;
 
-DO $$
-DECLARE
-    t TEXT;
+-- users: as on SQLite, only the writes that 4.2 or 4.4 can show move content_version (issue
+-- 13): a new Admin; a change of root role, or of the active state or displayed identity of a
+-- user who is an Admin or in a project or group; a removal. The statement's transition tables
+-- say which rows it changed and how.
+CREATE OR REPLACE FUNCTION flagadmin_users_inserted_content_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
 BEGIN
-    -- users; the flag family's tables have their own triggers (section "Flags: content version")
-    FOREACH t IN ARRAY ARRAY['users'] LOOP
-        EXECUTE format('DROP TRIGGER IF EXISTS %I_content_version ON %I', t, t);
-        EXECUTE format('CREATE TRIGGER %I_content_version AFTER INSERT OR UPDATE OR DELETE ON %I'
-                       ' FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_content_version()', t, t);
-    END LOOP;
+    IF EXISTS (SELECT 1 FROM new_rows WHERE root_role = 'Admin') THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'content_version';
+    END IF;
+    RETURN NULL;
 END $$;
+
+CREATE OR REPLACE FUNCTION flagadmin_users_updated_content_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id
+        WHERE o.id IS NULL OR o.root_role IS DISTINCT FROM n.root_role
+            OR ((o.active, o.deleted_at, o.username, o.name, o.formatted_name, o.given_name,
+                 o.family_name, o.email, o.image_url)
+                IS DISTINCT FROM (n.active, n.deleted_at, n.username, n.name, n.formatted_name,
+                                  n.given_name, n.family_name, n.email, n.image_url)
+                AND (n.root_role = 'Admin'
+                     OR EXISTS (SELECT 1 FROM project_members m WHERE m.user_id = n.id)
+                     OR EXISTS (SELECT 1 FROM directory_group_members g WHERE g.user_id = n.id)))
+    ) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'content_version';
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- before schema version 4, every write to users moved it
+DROP TRIGGER IF EXISTS users_content_version ON users;
+DROP FUNCTION IF EXISTS flagadmin_move_content_version();
+DROP TRIGGER IF EXISTS users_insert_content_version ON users;
+CREATE TRIGGER users_insert_content_version AFTER INSERT ON users
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_users_inserted_content_version();
+DROP TRIGGER IF EXISTS users_update_content_version ON users;
+CREATE TRIGGER users_update_content_version AFTER UPDATE ON users
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_users_updated_content_version();
 
 -- ==== Flags: content version (issue 10's tables and 4.2's, 4.4's) ===========================
 -- As on SQLite, content_version moves when a statement changed at least one row of these
@@ -358,6 +383,56 @@ BEGIN
                        ' EXECUTE FUNCTION flagadmin_move_content_version_if_changed()', t, t);
     END LOOP;
 END $$;
+
+-- Narrower, as on SQLite (issue 13): a flag's update moves content_version when the flag is
+-- or was archived (4.4 shows all of it) or when a column that 4.2 reads changed; its
+-- environments' writes only when the flag is archived (4.2 shows no environment).
+CREATE OR REPLACE FUNCTION flagadmin_features_updated_content_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM new_rows n LEFT JOIN old_rows o ON o.name = n.name
+        WHERE o.name IS NULL OR o.archived_at IS NOT NULL OR n.archived_at IS NOT NULL
+            OR (o.project_id, o.type, o.stale, o.created_at, o.created_by_user_id)
+               IS DISTINCT FROM (n.project_id, n.type, n.stale, n.created_at, n.created_by_user_id)
+    ) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'content_version';
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION flagadmin_archived_environments_content_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM changed_rows c JOIN features f ON f.name = c.feature_name
+        WHERE f.archived_at IS NOT NULL
+    ) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'content_version';
+    END IF;
+    RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS features_update_content_version ON features;
+CREATE TRIGGER features_update_content_version AFTER UPDATE ON features
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_features_updated_content_version();
+DROP TRIGGER IF EXISTS feature_environments_insert_content_version ON feature_environments;
+CREATE TRIGGER feature_environments_insert_content_version AFTER INSERT ON feature_environments
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_archived_environments_content_version();
+DROP TRIGGER IF EXISTS feature_environments_update_content_version ON feature_environments;
+CREATE TRIGGER feature_environments_update_content_version AFTER UPDATE ON feature_environments
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_archived_environments_content_version();
+DROP TRIGGER IF EXISTS feature_environments_delete_content_version ON feature_environments;
+CREATE TRIGGER feature_environments_delete_content_version AFTER DELETE ON feature_environments
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_archived_environments_content_version();
+DROP TRIGGER IF EXISTS users_delete_content_version ON users;
+CREATE TRIGGER users_delete_content_version AFTER DELETE ON users
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_move_content_version_if_changed();
 
 DROP TRIGGER IF EXISTS api_tokens_credentials_version ON api_tokens;
 CREATE TRIGGER api_tokens_credentials_version

@@ -15,7 +15,7 @@ from pathlib import Path
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -57,13 +57,33 @@ MIGRATIONS: tuple[str, ...] = (
     + "ALTER TABLE users ADD COLUMN last_modified TEXT;"
     + "ALTER TABLE users ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
     + "ALTER TABLE users ADD COLUMN deleted_at TEXT;",
+    # 3 -> 4: content_version no longer moves for writes that 4.2 and 4.4 cannot show (issue
+    # 13); schema.sql creates the triggers again with their conditions.
+    "".join(
+        f"DROP TRIGGER IF EXISTS {trigger}_content_version;"
+        for trigger in (
+            "users_insert",
+            "users_update",
+            "features_update",
+            "feature_environments_insert",
+            "feature_environments_update",
+            "feature_environments_delete",
+        )
+    ),
 )
 
 
 #: The same versioned migrations on PostgreSQL, by the same version numbers: N-1 -> N as SQL
 #: run before ``schema.postgresql.sql``. PostgreSQL support begins at version 3, so a
 #: PostgreSQL database is either new (version 0: the schema alone) or at 3 or later.
-POSTGRESQL_MIGRATIONS: tuple[str, ...] = ("", "", "")
+POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
+    "",
+    "",
+    "",
+    # 3 -> 4: the schema file replaces the content_version triggers of users, features and
+    # feature_environments with narrower ones (issue 13).
+    "",
+)
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts
 #: starting together do not race (the first upgrades, the others then find it done).

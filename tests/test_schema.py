@@ -210,3 +210,42 @@ def test_serve__newer_database__exits_nonzero_with_message_and_file_untouched(db
     assert "newer" in result.stderr and "not changed" in result.stderr
     assert "Traceback" not in result.stderr
     assert db_path.read_bytes() == before
+
+
+def test_ensure_schema__version_3_database__content_version_triggers_narrowed(db_path):
+    """The real 3 -> 4 upgrade (issue 13): the content_version triggers of a version 3 file,
+    which fire on every write to users, features and feature_environments, are replaced by
+    the narrow ones: a live flag's description no longer moves the version, its stale flag
+    does."""
+    # Given: the database taken back to version 3's unconditional triggers
+    conn = sqlite3.connect(db_path)
+    for name, event, table in (
+        ("users_insert", "INSERT", "users"),
+        ("users_update", "UPDATE", "users"),
+        ("features_update", "UPDATE", "features"),
+        ("feature_environments_insert", "INSERT", "feature_environments"),
+        ("feature_environments_update", "UPDATE", "feature_environments"),
+        ("feature_environments_delete", "DELETE", "feature_environments"),
+    ):
+        conn.execute(f"DROP TRIGGER {name}_content_version")
+        conn.execute(
+            f"CREATE TRIGGER {name}_content_version AFTER {event} ON {table}"
+            " BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END"
+        )
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    # When
+    found = store_schema.ensure_schema(db_path)
+    # Then
+    assert found == 3
+    conn = sqlite3.connect(db_path)
+    version = "SELECT value FROM settings WHERE key = 'content_version'"
+    before = int(conn.execute(version).fetchone()[0])
+    live = "SELECT name FROM features WHERE archived_at IS NULL LIMIT 1"
+    conn.execute(f"UPDATE features SET description = 'x' WHERE name = ({live})")
+    assert int(conn.execute(version).fetchone()[0]) == before
+    conn.execute(f"UPDATE features SET stale = 1 - stale WHERE name = ({live})")
+    assert int(conn.execute(version).fetchone()[0]) == before + 1
+    conn.rollback()
+    conn.close()
