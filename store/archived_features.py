@@ -45,17 +45,26 @@ _POSTGRESQL_FEATURE_JSON = (
 )
 
 _ARCHIVED = {
-    "sqlite": (
+    ("sqlite", sees_all): (
         f"SELECT {_SQLITE_FEATURE_JSON} AS feature FROM features f"
-        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id')}"
+        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all)}"
         " ORDER BY f.archived_at DESC, f.name"
-    ),
-    "postgresql": (
+    )
+    for sees_all in (False, True)
+} | {
+    ("postgresql", sees_all): (
         "SELECT CAST(row_to_json(a) AS TEXT) AS feature FROM features f"
         f" CROSS JOIN LATERAL ({_POSTGRESQL_FEATURE_JSON}) a"
-        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id')}"
+        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all)}"
         ' ORDER BY f.archived_at DESC, f.name COLLATE "C"'
-    ),
+    )
+    for sees_all in (False, True)
+}
+
+_COUNT = {
+    sees_all: "SELECT count(*) FROM features f"
+    f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all)}"
+    for sees_all in (False, True)
 }
 
 
@@ -69,12 +78,9 @@ def archived_features_json(conn: Connection, user_id: int | None, sees_all: bool
     statement, so one snapshot): memory stays flat whatever the number of flags. Until the
     iterator is exhausted or closed, run nothing else on ``conn``.
     """
-    return conn.stream(_ARCHIVED[conn.dialect], {"user_id": user_id, "sees_all": int(sees_all)})
+    return conn.stream(_ARCHIVED[conn.dialect, sees_all], {"user_id": user_id})
 
 
 def count(conn: Connection, user_id: int | None, sees_all: bool) -> int:
     """How many archived flags of the projects the caller sees there are (one index count)."""
-    return conn.value(
-        f"SELECT count(*) FROM features f WHERE f.archived_at IS NOT NULL AND {visible('f.project_id')}",
-        {"user_id": user_id, "sees_all": int(sees_all)},
-    )
+    return conn.value(_COUNT[sees_all], {"user_id": user_id})

@@ -144,10 +144,12 @@ def prune(conn: Connection, integration_id: int, *, keep: int, before: str) -> i
     integration's last outcome. Only a prefix of the log (its lowest ``seq``) is ever
     deleted, so 4.1's ``seq`` bounds stay exact. Return how many rows were deleted.
     """
+    # Two subqueries, not max() and min() in one: SQLite answers a lone min() or max() with one
+    # index seek, but both together by reading every row of the integration.
     bounds = conn.one(
-        "SELECT coalesce(max(seq), 0) AS head, coalesce(min(seq), 0) AS low FROM integration_events"
-        " WHERE integration_id = ?",
-        [integration_id],
+        "SELECT (SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = ?) AS head,"
+        " (SELECT coalesce(min(seq), 0) FROM integration_events WHERE integration_id = ?) AS low",
+        [integration_id, integration_id],
     )
     if not bounds["head"]:
         return 0

@@ -86,12 +86,13 @@ _SQL = {
         for dialect in DIALECTS
     },
     "project_owners": {
-        dialect: f"""SELECT 'user' AS "ownerType", {_OWNER_NAME} AS name,"""
+        (dialect, sees_all): f"""SELECT 'user' AS "ownerType", {_OWNER_NAME} AS name,"""
         ' u.image_url AS "imageUrl", u.email FROM users u'
         " WHERE u.id IN (SELECT user_id FROM project_roles"
-        f"   WHERE role = 'Owner' AND {visible('project_id')})"
+        f"   WHERE role = 'Owner' AND {visible('project_id', sees_all)})"
         f" ORDER BY {_OWNER_NAME}{BINARY[dialect]}, u.id"
         for dialect in DIALECTS
+        for sees_all in (False, True)
     },
 }
 
@@ -176,4 +177,4 @@ def project_owners(conn: Connection, user_id: int, sees_all: bool) -> list[dict[
     ``name`` is the displayed name (:data:`~flagadmin.store.directory.DISPLAY_NAME`), else the
     username, else the email. Owners by direct role or through a SCIM group count alike.
     """
-    return conn.all(_SQL["project_owners"][conn.dialect], {"user_id": user_id, "sees_all": int(sees_all)})
+    return conn.all(_SQL["project_owners"][conn.dialect, sees_all], {"user_id": user_id})

@@ -5,17 +5,18 @@ user directly (``project_members``) and those its SCIM groups grant (``group_pro
 issue 9), for active users only. Both kinds count the same everywhere.
 """
 
-#: SQL condition on a ``project_id`` column: true when the caller sees the project.
-#: Parameters: ``:sees_all`` (1 for Admins and Editors, else 0: compared with ``= 1``, since
-#: PostgreSQL takes no integer as a boolean) and ``:user_id``.
-VISIBLE_PROJECT = (
-    "(:sees_all = 1 OR {column} IN (SELECT project_id FROM project_roles WHERE user_id = :user_id))"
-)
+#: SQL condition on a ``project_id`` column for a caller who sees only the projects where it
+#: holds a role. Parameter: ``:user_id``.
+VISIBLE_PROJECT = "{column} IN (SELECT project_id FROM project_roles WHERE user_id = :user_id)"
 
 
-def visible(column: str) -> str:
-    """Return the visibility condition for ``column`` (a trusted column name, not input)."""
-    return VISIBLE_PROJECT.format(column=column)
+def visible(column: str, sees_all: bool) -> str:
+    """Return the visibility condition for ``column`` (a trusted column name, not input): none
+    (``1 = 1``) for a caller who sees every project (Admins and Editors), else
+    :data:`VISIBLE_PROJECT`. Two statements rather than one with ``:sees_all = 1 OR ...``: with
+    the OR, SQLite's planner cannot use the ``(project_id, ...)`` indexes for the caller who
+    sees few projects, and reads every row (4.4 of a Viewer: 32 ms instead of 0.3 ms)."""
+    return "1 = 1" if sees_all else VISIBLE_PROJECT.format(column=column)
 
 
 def project_roles(conn, user_id: int | None, project_id: str) -> set[str]:
