@@ -25,6 +25,7 @@ from .web.access_log import AccessLog
 from .web.jsonio import OrjsonProvider
 from .web.state import AppState, Caches, install
 from .web.throttle import AuthFailureThrottle
+from .web.token_uses import TokenUses
 
 DEFAULT_DATABASE = "flagadmin.db"
 
@@ -38,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "BUSY_TIMEOUT_MS": None,  # how long a connection waits for another writer (None: 10 s)
     "CLOCK": SYSTEM_CLOCK,  # what tells the time (tests give a clock they move by hand)
     "POOL_SIZE": 10,  # PostgreSQL: connections of this process's pool (serve: threads + 2)
+    "ARCHIVE_KEEP_WHOLE_FLAGS": 2500,  # 4.4 answers of up to this many flags are kept whole
+    "TOKEN_USES_FLUSH_S": 1.0,  # tokens' last use is written this long after it, in batches
 }
 
 
@@ -79,7 +82,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     schema.ensure_schema(path)
     with connect(path) as conn:
         instance_id = store_settings.instance_id(conn)
-    install(
+    app_state = install(
         app,
         AppState(
             settings=settings,
@@ -95,6 +98,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
             pool=PostgresDatabase(path, max_size=app.config["POOL_SIZE"]) if is_postgresql(path) else None,
         ),
     )
+    app_state.token_uses = TokenUses(app_state.open_connection, app.config["TOKEN_USES_FLUSH_S"])
     database.init_app(app)
 
     # 6. Blueprints: one per operation.

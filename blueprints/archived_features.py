@@ -55,12 +55,6 @@ class ArchivedFeaturesSchema(Schema):
 #: Archived flags per chunk of the streamed body.
 ROWS_PER_CHUNK = 500
 
-#: Up to this many archived flags (about 400 bytes each), the answer is built whole and kept,
-#: with its gzip made once, while nothing behind it changes; above, it is streamed every time,
-#: so that memory stays flat whatever the number of flags. The app's config
-#: ``ARCHIVE_KEEP_WHOLE_FLAGS`` may set another bound (0: always streamed).
-KEEP_WHOLE_FLAGS = 2500
-
 
 @operation(
     bp,
@@ -74,10 +68,11 @@ KEEP_WHOLE_FLAGS = 2500
 def get_archived_features(caller, conn):
     """Archived flags of the projects the caller sees, most recently archived first.
 
-    Deprecated (spec 4.4, 9.3) and still served. Any valid API token. Up to
-    :data:`KEEP_WHOLE_FLAGS` flags, the answer is built once and kept (and its gzip made once)
-    until the content version moves; above, the body is streamed in chunks as the database
-    builds each flag's JSON, so memory does not grow with the number of flags. The ETag names
+    Deprecated (spec 4.4, 9.3) and still served. Any valid API token. Up to the app's
+    ``ARCHIVE_KEEP_WHOLE_FLAGS`` flags (default 2,500, about 400 bytes each), the answer is
+    built once and kept (and its gzip made once) until the content version moves; above, the
+    body is streamed in chunks as the database builds each flag's JSON, so memory does not
+    grow with the number of flags. The ETag names
     the content version and the caller's view of it, so If-None-Match is answered 304 without
     reading a flag.
     """
@@ -92,7 +87,7 @@ def get_archived_features(caller, conn):
     answer = kept.get(key)
     if answer is not None:
         return answer
-    bound = current_app.config.get("ARCHIVE_KEEP_WHOLE_FLAGS", KEEP_WHOLE_FLAGS)
+    bound = current_app.config["ARCHIVE_KEEP_WHOLE_FLAGS"]
     if archived_features.count(conn, caller.user_id, caller.sees_all_projects) <= bound:
         rows = archived_features.archived_features_json(conn, caller.user_id, caller.sees_all_projects)
         body = b'{"version":%d,"features":[%s]}' % (FEATURE_SCHEMA_VERSION, ",".join(rows).encode())

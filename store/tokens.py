@@ -148,16 +148,25 @@ def find_caller(conn: Connection, token: str, now: str) -> Caller | None:
     return None if row is None else Caller(**row)
 
 
-def touch(conn: Connection, token_id: int, last_used_at: str | None, now: str) -> None:
-    """Record that a token was used at ``now``, at most once per :data:`LAST_USED_GRANULARITY_S`.
-
-    ``last_used_at`` is the value read with the token; when it is recent, nothing is written.
-    """
+def use_is_due(last_used_at: str | None, now: str) -> bool:
+    """True when a token last used at ``last_used_at`` (a stored timestamp, or None: never)
+    should be recorded as used at ``now``: at most once per :data:`LAST_USED_GRANULARITY_S`."""
     threshold = format_rfc3339(parse_rfc3339(now) - timedelta(seconds=LAST_USED_GRANULARITY_S))
-    if last_used_at is not None and last_used_at > threshold:
+    return last_used_at is None or last_used_at <= threshold
+
+
+def record_uses(conn: Connection, uses: dict[int, str]) -> None:
+    """Record that each token of ``uses`` (token id -> stored timestamp) was last used then, in
+    one write transaction; a token's later use already recorded is kept, a removed token is
+    skipped."""
+    if not uses:
         return
     with conn.write("api_tokens"):
-        conn.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [now, token_id])
+        conn.run_many(
+            "UPDATE api_tokens SET last_used_at = ?"
+            " WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+            [(at, token_id, at) for token_id, at in sorted(uses.items())],
+        )
 
 
 def list_tokens(conn: Connection, now: str | None = None) -> list[dict[str, Any]]:

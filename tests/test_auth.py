@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
 
 from flagadmin.store import tokens
 from flagadmin.timestamps import now_rfc3339
+from flagadmin.web.state import state
 
 from helpers import auth, table_names
 
@@ -73,10 +75,34 @@ def test_token__revoked__401(client, db, admin_token):
     assert client.get(UI, headers=auth(admin_token)).status_code == 401
 
 
-def test_token__use__recorded_as_last_used(client, db, alice):
+def test_token__use__recorded_as_last_used_within_seconds(client, db, alice):
+    # When
     client.get(UI, headers=auth(alice))
-    last_used = db.value("SELECT last_used_at FROM api_tokens WHERE digest = ?", [tokens.digest(alice)])
+    # Then: written by the app's batch (1 s after the first use noted), not by the request
+    deadline = time.monotonic() + 10
+    last_used = None
+    while last_used is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        last_used = db.value("SELECT last_used_at FROM api_tokens WHERE digest = ?", [tokens.digest(alice)])
     assert last_used is not None
+
+
+def test_token__uses__reads_stay_reads_and_one_batch_records_them_all(
+    make_app, db, alice, victor, admin_token
+):
+    # Given: an app whose batch of token uses waits long enough to be seen waiting
+    app = make_app(config={"TOKEN_USES_FLUSH_S": 600})
+    client = app.test_client()
+    digests = [tokens.digest(token) for token in (alice, victor, admin_token)]
+    last_used = "SELECT last_used_at FROM api_tokens WHERE digest = ?"
+    # When: three tokens are used for the first time
+    for token in (alice, victor, admin_token):
+        assert client.get(UI, headers=auth(token)).status_code == 200
+    # Then: no request wrote anything; the batch then records all three in one write
+    assert [db.value(last_used, [d]) for d in digests] == [None, None, None]
+    assert state(app).token_uses.flush() == 3
+    assert all(db.value(last_used, [d]) is not None for d in digests)
+    assert state(app).token_uses.flush() == 0
 
 
 def test_token__revoked_while_remembered__401_on_the_next_request(client, db, admin_token):

@@ -112,7 +112,9 @@ def authenticate(conn: Connection) -> Caller:
                     "The API token in the Authorization header is unknown, revoked or expired. "
                     + HOW_TO_AUTHENTICATE
                 )
-            tokens.touch(conn, caller.token_id, caller.last_used_at, clock.now_rfc3339())
+            now = clock.now_rfc3339()
+            if tokens.use_is_due(caller.last_used_at, now):
+                app_state.token_uses.record(caller.token_id, now)
             due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
             return _KnownCaller(caller, version, due, caller.expires_epoch)
 
@@ -122,7 +124,7 @@ def authenticate(conn: Connection) -> Caller:
         raise
     if clock.monotonic() >= known.touch_due:
         known.touch_due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
-        tokens.touch(conn, known.caller.token_id, None, clock.now_rfc3339())
+        app_state.token_uses.record(known.caller.token_id, clock.now_rfc3339())
     return known.caller
 
 

@@ -7,6 +7,7 @@ process (the tests make hundreds) never share a cache, a throttle or a connectio
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,8 +15,10 @@ from typing import Any
 from flask import Flask, current_app
 
 from ..config import Settings
+from ..store import Connection, connect
 from ..timestamps import Clock
 from .cache import AnswerCache
+from .token_uses import TokenUses
 
 EXTENSION = "flagadmin"
 
@@ -81,10 +84,21 @@ class AppState:
     caches: Caches
     throttle: Any
     busy_timeout_ms: int | None = None
+    #: Token uses noted by requests, written in batches (:class:`~flagadmin.web.token_uses.TokenUses`).
+    token_uses: TokenUses | None = None
     #: On PostgreSQL, the process's connection pool (:class:`~flagadmin.store.postgresql.PostgresDatabase`);
     #: None on SQLite, where each thread keeps its own connection in ``connections``.
     pool: Any = None
     connections: threading.local = field(default_factory=threading.local)
+
+    def open_connection(self) -> Connection | None:
+        """A new connection to the app's database for work outside requests (the caller
+        closes it): from the pool on PostgreSQL; None when the SQLite file is gone."""
+        if self.pool is not None:
+            return self.pool.connect()
+        if not os.path.exists(self.database):
+            return None
+        return connect(self.database, busy_timeout_ms=self.busy_timeout_ms)
 
 
 def state(app: Flask | None = None) -> AppState:
