@@ -30,6 +30,7 @@ from flagadmin.cli import cli
 from flagadmin.config import Settings
 from flagadmin.seed_documents import demo_files, load_documents, load_files
 from flagadmin.store import connect, schema, tokens, users
+from flagadmin.web.state import state
 
 from helpers import LiveServer, ManualClock
 
@@ -215,8 +216,10 @@ def make_app(database: str, answer_cache: bool):
     """Build an app on the test's database: ``make_app(auth_failure_limit="3/minute")`` sets
     :class:`Settings` fields; ``config={...}`` adds app config (``CLOCK``, ``DATABASE``...)."""
 
+    made = []
+
     def make(config: dict | None = None, **settings):
-        return create_app(
+        app = create_app(
             {
                 "DATABASE": database,
                 "SETTINGS": Settings(**{"git_revision": "abc123", **settings}),
@@ -225,8 +228,13 @@ def make_app(database: str, answer_cache: bool):
                 **(config or {}),
             }
         )
+        made.append(app)
+        return app
 
-    return make
+    yield make
+    # the token uses the apps noted are written now, while the test's database still exists
+    for app in made:
+        state(app).token_uses.flush()
 
 
 @pytest.fixture
