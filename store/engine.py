@@ -26,13 +26,6 @@ import sqlite_utils
 #: Milliseconds a SQLite connection waits for another writer before it gives up.
 BUSY_TIMEOUT_MS = 10_000
 
-#: Bytes of the database file each SQLite connection reads through a memory map (``PRAGMA
-#: mmap_size``; SQLite's own ceiling, 0x7fff0000, about 2 GiB): a read then copies nothing out
-#: of the operating system's page cache into the connection's. It costs address space, not
-#: memory: the mapped pages are the page cache the file already has. Writes still go through
-#: ``write()``. Measured in bench/RESULTS.md (4.1 at random offsets).
-MMAP_BYTES = 0x7FFF0000
-
 Params = Sequence[Any] | Mapping[str, Any]
 
 
@@ -113,7 +106,6 @@ class Connection:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = FULL")
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
