@@ -72,9 +72,8 @@ def get_archived_features(caller, conn):
     ``ARCHIVE_KEEP_WHOLE_FLAGS`` flags (default 2,500, about 400 bytes each), the answer is
     built once and kept (and its gzip made once) until the content version moves; above, the
     body is streamed in chunks as the database builds each flag's JSON, so memory does not
-    grow with the number of flags. The ETag names
-    the content version and the caller's view of it, so If-None-Match is answered 304 without
-    reading a flag.
+    grow with the number of flags. The ETag names the content version and the caller's view
+    of it, so If-None-Match is answered 304 without reading a flag.
     """
     scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
     content = versions().content

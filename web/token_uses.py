@@ -1,5 +1,5 @@
-"""When each API token was last used (spec 5's ``lastSeen``-style bookkeeping), written in
-batches so that a read stays a read.
+"""When each API token was last used (``api_tokens.last_used_at``, shown by ``flagadmin
+list-tokens``), written in batches so that a read stays a read.
 
 Recording a token's use in the request that used it would make every first request of a token
 (and one request per token per minute after it) a write transaction that waits for its fsync:
