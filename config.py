@@ -11,7 +11,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import limits
 import orjson
@@ -330,8 +329,15 @@ def retry_schedule(name: str, raw: str) -> tuple[float, ...]:
     return tuple(delays)
 
 
+#: The longest duration :func:`iso_duration` returns: a thousand years (a retention age beyond
+#: it keeps everything all the same, and stays a valid offset from today's date).
+MAX_DURATION_S = 1000 * 365.2425 * 86400
+
+
 def iso_duration(name: str, raw: str) -> float:
-    """Parse an ISO 8601 duration (``P30D``, ``PT12H``) into seconds, at least one second.
+    """Parse an ISO 8601 duration (``P30D``, ``PT12H``, ``P2Y``) into seconds, at least one
+    second and at most :data:`MAX_DURATION_S` (longer ones are taken as that). Years and months
+    count their average length (365.2425 and 30.436875 days), whatever the calendar.
 
     :raise SettingsError: not a duration, or shorter than a second; the message names ``name``.
     """
@@ -339,16 +345,18 @@ def iso_duration(name: str, raw: str) -> float:
 
     try:
         duration = isodate.parse_duration(raw.strip().upper())
-        seconds = (
-            duration.totimedelta(start=datetime(2000, 1, 1)) if hasattr(duration, "totimedelta") else duration
-        ).total_seconds()
+        if isinstance(duration, isodate.Duration):
+            months = float(duration.years) * 12 + float(duration.months)
+            seconds = duration.tdelta.total_seconds() + months * (365.2425 / 12) * 86400
+        else:
+            seconds = duration.total_seconds()
     except (isodate.ISO8601Error, ValueError, OverflowError) as exc:
         raise SettingsError(
             f"{name}={raw!r}: use an ISO 8601 duration such as P30D (30 days) or PT12H (12 hours)"
         ) from exc
     if seconds < 1:
         raise SettingsError(f"{name}={raw!r}: the duration must be at least one second")
-    return seconds
+    return min(seconds, MAX_DURATION_S)
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float, *, low: float, high: float) -> float:

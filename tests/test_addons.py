@@ -155,6 +155,20 @@ def test_create__invalid__400_naming_the_field_and_nothing_written(client, admin
     assert (db.value("SELECT count(*) FROM integrations"), db.value("SELECT count(*) FROM events")) == before
 
 
+@pytest.mark.parametrize("max_age", ["P9999Y", "P9999M", "P1D", "PT9999999S"])
+def test_create__any_max_age_the_document_allows__201_and_retention_applies(client, admin_token, db, max_age):
+    """The OpenAPI pattern of eventsMaxAge allows up to four digits of years: every such value
+    is accepted (schemathesis found P8892Y refused), ages beyond 1,000 years counting as that."""
+    # When
+    response = client.post(ADDONS, json=config(eventsMaxAge=max_age), headers=auth(admin_token))
+    # Then
+    assert response.status_code == 201, response.get_json()
+    assert response.get_json()["eventsMaxAge"] == max_age
+    number = int(response.get_json()["id"])
+    test = client.post(f"{ADDONS}/{number}/test", headers=auth(admin_token))
+    assert test.status_code < 500, test.get_json()
+
+
 def test_create__missing_required_fields__400_listing_each(client, admin_token):
     # When
     response = client.post(ADDONS, json={"description": "x"}, headers=auth(admin_token))
