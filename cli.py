@@ -343,8 +343,9 @@ def _ensure_admin_token(conn: Connection) -> None:
 
 
 def _wsgi_app(database: str, base_uri_path: str, access_log: bool, threads: int = 8):
-    """The app, mounted at ``base_uri_path`` so that every other path is a JSON 404 rather
-    than an alias. On PostgreSQL its pool holds a connection per server thread, plus two."""
+    """The app and the WSGI callable to serve: the app mounted at ``base_uri_path``, so that
+    every other path is a JSON 404 rather than an alias. On PostgreSQL its pool holds a
+    connection per server thread, plus two."""
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
     from .web.errors import outside_base_path
@@ -354,7 +355,7 @@ def _wsgi_app(database: str, base_uri_path: str, access_log: bool, threads: int 
         app = create_app({**config, "POOL_SIZE": threads + 2})
     except (SettingsError, schema.SchemaError) as exc:
         raise click.ClickException(str(exc)) from exc
-    return DispatcherMiddleware(outside_base_path, {base_uri_path: app}) if base_uri_path else app
+    return app, DispatcherMiddleware(outside_base_path, {base_uri_path: app}) if base_uri_path else app
 
 
 @cli.command("serve")
@@ -402,9 +403,11 @@ def serve(
             _seed_demo_if_empty(conn)
         _ensure_admin_token(conn)
     from .web.inflight import RequestGauge
+    from .web.state import state
 
     # Issue 8: the delivery threads yield to requests in progress (see web/inflight.py).
-    wsgi = RequestGauge(_wsgi_app(database, base_uri_path, access_log, threads))
+    app, mounted = _wsgi_app(database, base_uri_path, access_log, threads)
+    wsgi = RequestGauge(mounted)
     click.echo(f"{_version_message()} serving {shown(database)} on http://{host}:{port}{base_uri_path}/")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     worker = _delivery_worker(database, settings, delivery_workers, idle=wsgi.wait_idle).start()
@@ -412,6 +415,7 @@ def serve(
         serve_wsgi(wsgi, host=host, port=port, threads=threads)
     finally:
         worker.stop()
+        state(app).token_uses.flush()  # the token uses noted in the last second
 
 
 # --- issue 8: delivering events to integrations ----------------------------------------------

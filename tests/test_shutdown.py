@@ -8,7 +8,7 @@ import threading
 import time
 
 from flagadmin.store import connect
-from flagadmin.store.tokens import new_admin_token
+from flagadmin.store.tokens import digest, new_admin_token
 
 
 def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, database):
@@ -44,3 +44,21 @@ def test_sigterm__in_flight_request__answered_then_clean_exit(live_server, datab
     except OSError:
         refused = True
     assert refused
+
+
+def test_sigterm__token_used_just_before__its_last_use_written_at_the_stop(live_server, database):
+    # Given: a server, and a token it has never seen
+    admin = new_admin_token()
+    server = live_server(env={"FLAGADMIN_ADMIN_TOKEN": admin})
+    with connect(database) as conn:
+        token_id = conn.value("SELECT id FROM api_tokens WHERE digest = ?", [digest(admin)])
+        never_used = conn.value("SELECT last_used_at FROM api_tokens WHERE id = ?", [token_id]) is None
+    assert never_used
+    # When: the token is used, and the server told to stop at once (before its batch of token
+    # uses, a second later, would have been written)
+    assert server.request("GET", "/api/admin/ui-config", {"Authorization": admin}).status == 200
+    server.process.send_signal(signal.SIGTERM)
+    # Then: the process exits cleanly, having written the use on its way out
+    assert server.process.wait(15) == 0
+    with connect(database) as conn:
+        assert conn.value("SELECT last_used_at FROM api_tokens WHERE id = ?", [token_id]) is not None

@@ -5,9 +5,9 @@ Recording a token's use in the request that used it would make every first reque
 (and one request per token per minute after it) a write transaction that waits for its fsync:
 on a server that 1,000 users reach in a minute, 1,000 commits for bookkeeping. Instead a request
 notes the use in memory (:meth:`TokenUses.record`) and a timer writes every use noted within
-:data:`FLUSH_DELAY_S` in one transaction. The timer thread is not a daemon: a process that
-stops normally writes what it noted before it exits. A crash loses at most the last
-:data:`FLUSH_DELAY_S` seconds of uses, which only makes ``last_used_at`` older than it was.
+:data:`FLUSH_DELAY_S` in one transaction. ``flagadmin serve`` writes what is still noted
+when it stops; a crash loses at most the last :data:`FLUSH_DELAY_S` seconds of uses, which
+only makes ``last_used_at`` older than it was.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ class TokenUses:
             if self._timer is None:
                 self._timer = threading.Timer(self._delay_s, self.flush)
                 self._timer.name = "flagadmin-token-uses"
+                self._timer.daemon = True  # never holds a process up; serve flushes at its stop
                 self._timer.start()
 
     def flush(self) -> int:
