@@ -7,7 +7,7 @@
 --   BENCH_ONCE   a number N: after N responses, print the line BENCH_STOP (bench/loadgen.py then
 --                interrupts wrk) and stop this thread.
 --   BENCH_GZIP   "1": every request carries Accept-Encoding: gzip.
--- done() prints one line "BENCH_JSON {...}" with exact figures, as bench/wrk.lua does.
+-- done() prints one line "BENCH_JSON {...}" with exact figures (bench/wrk.lua uses it too).
 -- wrk calls request() once before the run, to check it, and discards that request: a script
 -- that counts its requests skips its first number.
 

@@ -1,7 +1,11 @@
 -- wrk script of the flagadmin benchmarks.
 -- Environment: BENCH_METHOD (default GET), BENCH_AUTH (Authorization header, optional),
 -- BENCH_PATHS (space-separated paths; with more than one, requests cycle through them).
--- done() prints one line "BENCH_JSON {...}" with exact figures, read by bench/loadgen.py.
+-- done() prints one line "BENCH_JSON {...}" with exact figures, read by bench/loadgen.py: the
+-- one of lib.lua, shared with the scripts of bench/traffic.py.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+dofile(dir .. "lib.lua")
 
 wrk.method = os.getenv("BENCH_METHOD") or "GET"
 wrk.headers["Accept"] = "application/json"
@@ -20,14 +24,4 @@ if #paths > 1 then
     i = i + 1
     return wrk.format(nil, paths[(i - 1) % #paths + 1])
   end
-end
-
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'BENCH_JSON {"requests":%d,"duration_us":%d,"bytes":%d,"connect":%d,"read":%d,"write":%d,' ..
-    '"status":%d,"timeout":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,"max_us":%d,"mean_us":%.1f}\n',
-    summary.requests, summary.duration, summary.bytes, e.connect, e.read, e.write, e.status,
-    e.timeout, latency:percentile(50), latency:percentile(90), latency:percentile(99),
-    latency.max, latency.mean))
 end

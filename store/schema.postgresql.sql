@@ -361,26 +361,29 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- The writes that always move it: every write to projects, memberships and favorites, a new or
+-- removed flag, a removed user. A flag's update, its environments' writes and a user's insert
+-- and update have the narrower triggers below and above.
 DO $$
 DECLARE
-    t TEXT;
+    target TEXT[];
+    name TEXT;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['projects', 'project_members', 'features', 'feature_environments',
-                             'favorite_features'] LOOP
+    FOREACH target SLICE 1 IN ARRAY ARRAY[
+        ['projects', 'INSERT'], ['projects', 'UPDATE'], ['projects', 'DELETE'],
+        ['project_members', 'INSERT'], ['project_members', 'UPDATE'], ['project_members', 'DELETE'],
+        ['favorite_features', 'INSERT'], ['favorite_features', 'UPDATE'], ['favorite_features', 'DELETE'],
+        ['features', 'INSERT'], ['features', 'DELETE'], ['users', 'DELETE']] LOOP
+        name := target[1] || '_' || lower(target[2]) || '_content_version';
         -- the name of an earlier version of this mirror
-        EXECUTE format('DROP TRIGGER IF EXISTS %I_content_version ON %I', t, t);
-        EXECUTE format('DROP TRIGGER IF EXISTS %I_insert_content_version ON %I', t, t);
-        EXECUTE format('CREATE TRIGGER %I_insert_content_version AFTER INSERT ON %I'
-                       ' REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT'
-                       ' EXECUTE FUNCTION flagadmin_move_content_version_if_changed()', t, t);
-        EXECUTE format('DROP TRIGGER IF EXISTS %I_update_content_version ON %I', t, t);
-        EXECUTE format('CREATE TRIGGER %I_update_content_version AFTER UPDATE ON %I'
-                       ' REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT'
-                       ' EXECUTE FUNCTION flagadmin_move_content_version_if_changed()', t, t);
-        EXECUTE format('DROP TRIGGER IF EXISTS %I_delete_content_version ON %I', t, t);
-        EXECUTE format('CREATE TRIGGER %I_delete_content_version AFTER DELETE ON %I'
-                       ' REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT'
-                       ' EXECUTE FUNCTION flagadmin_move_content_version_if_changed()', t, t);
+        IF target[1] <> 'users' THEN
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %I', target[1] || '_content_version', target[1]);
+        END IF;
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %I', name, target[1]);
+        EXECUTE format('CREATE TRIGGER %I AFTER %s ON %I REFERENCING %s TABLE AS changed_rows'
+                       ' FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_content_version_if_changed()',
+                       name, target[2], target[1],
+                       CASE WHEN target[2] = 'DELETE' THEN 'OLD' ELSE 'NEW' END);
     END LOOP;
 END $$;
 
@@ -429,10 +432,6 @@ DROP TRIGGER IF EXISTS feature_environments_delete_content_version ON feature_en
 CREATE TRIGGER feature_environments_delete_content_version AFTER DELETE ON feature_environments
     REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT
     EXECUTE FUNCTION flagadmin_archived_environments_content_version();
-DROP TRIGGER IF EXISTS users_delete_content_version ON users;
-CREATE TRIGGER users_delete_content_version AFTER DELETE ON users
-    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION flagadmin_move_content_version_if_changed();
 
 DROP TRIGGER IF EXISTS api_tokens_credentials_version ON api_tokens;
 CREATE TRIGGER api_tokens_credentials_version
