@@ -87,7 +87,7 @@ def get_archived_features(caller, conn):
     if answer is not None:
         return answer
     bound = current_app.config["ARCHIVE_KEEP_WHOLE_FLAGS"]
-    if archived_features.count(conn, caller.user_id, caller.sees_all_projects) <= bound:
+    if bound > 0 and archived_features.count(conn, caller.user_id, caller.sees_all_projects) <= bound:
         rows = archived_features.archived_features_json(conn, caller.user_id, caller.sees_all_projects)
         body = b'{"version":%d,"features":[%s]}' % (FEATURE_SCHEMA_VERSION, ",".join(rows).encode())
         return kept.put(key, Answer(body, etag))

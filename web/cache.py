@@ -20,16 +20,17 @@ from typing import Any, Generic, TypeVar
 
 from cachetools import LRUCache
 
+from .headers import COMPRESSION
+
 V = TypeVar("V")
 
 #: Bytes counted for an entry beyond its body: the key, the entry object, the LRU links.
 ENTRY_OVERHEAD = 200
 
 
-#: Level of the gzip made of an answer (once: it is kept with the answer). Level 1 shrinks JSON
-#: about 8 times at a fraction of the CPU of level 6, which matters for answers built per request
-#: (4.1 pages at random offsets); kept answers pay it once either way.
-GZIP_LEVEL = 1
+#: Level of the gzip made of an answer (once: it is kept with the answer): the level of every
+#: other compressed response (``web/headers.py``).
+GZIP_LEVEL = COMPRESSION["COMPRESS_LEVEL"]
 
 
 @dataclass

@@ -27,6 +27,7 @@ from .cache import Answer
 from .database import connection
 from .errors import BadDataError
 from .fields import validation_messages
+from .headers import COMPRESSION
 from .jsonio import JSON_MIMETYPE, json_response
 
 #: Status -> description of every status but the success one an operation may answer.
@@ -187,9 +188,9 @@ def not_modified(etag: str) -> Response:
     return response
 
 
-#: Answers of at least this many bytes are sent gzipped to clients that accept it (as the
-#: compression of other responses, ``web/headers.py``).
-GZIP_MIN_BYTES = 1024
+#: Answers of at least this many bytes are sent gzipped to clients that accept it: the bound of
+#: every other compressed response (``web/headers.py``).
+GZIP_MIN_BYTES = COMPRESSION["COMPRESS_MIN_SIZE"]
 
 
 def accepts_gzip() -> bool:
