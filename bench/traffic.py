@@ -1006,8 +1006,8 @@ def writes(t: Traffic, setups: list[Setup], targets: dict[str, str], receivers: 
     admin = t.meta["main"]["admin_token"]
     runs: dict = {}
     for r in range(1, t.args.rounds + 1):
-        for kind in WRITE_KINDS:
-            for count in INTEGRATION_COUNTS:
+        for kind in t.args.write_kinds:
+            for count in t.args.integrations:
                 for setup in setups:
                     if setup.kind != "flagadmin":
                         continue
@@ -1054,7 +1054,7 @@ def writes(t: Traffic, setups: list[Setup], targets: dict[str, str], receivers: 
                         setup.label,
                         {k: v for k, v in figures.items() if isinstance(v, dict)},
                     )
-    return {"runs": runs, "kinds": list(WRITE_KINDS), "integrations": list(INTEGRATION_COUNTS)}
+    return {"runs": runs, "kinds": list(t.args.write_kinds), "integrations": list(t.args.integrations)}
 
 
 # --- the command ---------------------------------------------------------------------------
@@ -1090,6 +1090,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--phases", default="reads,mixed,after-write,writes", help="phases to run (comma-separated)"
     )
     p.add_argument(
+        "--write-kinds",
+        default=",".join(WRITE_KINDS),
+        help=f"the writes phase's kinds (comma-separated, of {', '.join(WRITE_KINDS)})",
+    )
+    p.add_argument(
+        "--integrations",
+        default=",".join(map(str, INTEGRATION_COUNTS)),
+        help="the writes phase's counts of matching configurations (comma-separated, "
+        f"at most {max(INTEGRATION_COUNTS)})",
+    )
+    p.add_argument(
         "--quick",
         action="store_true",
         help="a check of the suite in about a minute: the install database for everything, "
@@ -1105,6 +1116,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.after_write_rounds, args.ceilings, args.drain_timeout = 3, "flask", 3
     args.ceilings = [c for c in args.ceilings.split(",") if c]
     args.phases = [p for p in args.phases.split(",") if p]
+    args.write_kinds = [k for k in args.write_kinds.split(",") if k]
+    unknown = sorted(set(args.write_kinds) - set(WRITE_KINDS))
+    if unknown:
+        p.error(f"--write-kinds: unknown {', '.join(unknown)} (known: {', '.join(WRITE_KINDS)})")
+    try:
+        args.integrations = [int(n) for n in args.integrations.split(",") if n]
+    except ValueError:
+        p.error("--integrations: comma-separated whole numbers")
+    if any(not 0 <= n <= max(INTEGRATION_COUNTS) for n in args.integrations):
+        p.error(f"--integrations: each count from 0 to {max(INTEGRATION_COUNTS)}")
     return args
 
 

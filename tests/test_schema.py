@@ -14,13 +14,24 @@ from flagadmin.store import schema as store_schema
 from helpers import fingerprint, flagadmin, pragma, table_counts, users_as_in_version_2
 
 
-def test_connect__every_connection__wal_and_synchronous_full(db_path):
+def test_connect__every_connection__wal_and_durable_commits(db_path):
     """README "Storage and durability": what makes a 200 durable beyond a process crash (which
-    the SIGKILL tests above cover) is WAL plus synchronous=FULL on every connection."""
+    the SIGKILL tests above cover) is WAL plus a synced log: synchronous=NORMAL with the group
+    commit of WalSync on a WAL database (tests/test_group_commit.py)."""
     with connect(db_path) as conn:
         assert conn.pragma("journal_mode") == "wal"
-        assert conn.pragma("synchronous") == 2  # FULL
+        assert conn.pragma("synchronous") == 1  # NORMAL, the WAL synced by WalSync
         assert conn.pragma("foreign_keys") == 1
+
+
+def test_connect__file_not_in_wal_mode__synchronous_full(tmp_path):
+    """A file that is not (yet) in WAL mode has no WAL to sync afterwards: SQLite syncs each
+    commit itself (FULL)."""
+    path = tmp_path / "plain.db"
+    sqlite3.connect(path).close()
+    with connect(path) as conn:
+        assert conn.pragma("journal_mode") == "delete"
+        assert conn.pragma("synchronous") == 2  # FULL
 
 
 ADD_NICKNAME = "ALTER TABLE users ADD COLUMN nickname TEXT;\nUPDATE users SET nickname = 'n-' || username;\n"
