@@ -112,6 +112,18 @@ if once > 0 then
   end
 end
 
+-- Scripts that define response() call lib.note_status(status, body) from it: the first few
+-- answers outside 2xx/3xx are printed ("BENCH_ERROR <status> <body's start>") into wrk's
+-- output, which the bench keeps in its wrk log, so that an error counted is also explained.
+local noted = 0
+function lib.note_status(status, body)
+  if status >= 400 and noted < 5 then
+    noted = noted + 1
+    io.write(string.format("BENCH_ERROR %d %s\n", status, ((body or ""):sub(1, 300):gsub("\n", " "))))
+    io.flush()
+  end
+end
+
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(

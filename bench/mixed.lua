@@ -132,6 +132,7 @@ request = function()
 end
 
 response = function(status, headers, body)
+  lib.note_status(status, body)
   if body and body:sub(1, 10) == '{"token":"' then
     scim_token = body:match('^{"token":"([^"]+)"') or scim_token
   end

@@ -114,7 +114,7 @@ class WalSync:
         self._cond = threading.Condition(threading.Lock())
         self._written = 0  # commits noted by written()
         self._synced = 0  # every commit up to this one is on disk
-        self._failed: tuple[int, OSError] | None = None  # last failed sync: (through, error)
+        self._broken: OSError | None = None  # a sync failed: nothing more is trusted
         self._syncing = False
         #: fdatasync calls made (tests and benchmarks read it: fewer than commits = grouped).
         self.syncs = 0
@@ -140,13 +140,14 @@ class WalSync:
         """Return once the commit of ``ticket`` is on disk: wait for a sync in progress that
         covers it, or run one that covers it and every commit noted before.
 
-        :raise Unavailable: the sync that covered this commit failed: the change is committed
-            but may not survive a crash of the machine (HTTP 503; the disk needs attention).
+        :raise Unavailable: a sync of this WAL has failed (now or earlier): the change is
+            committed but may not survive a crash of the machine (HTTP 503). As PostgreSQL
+            does after a failed fsync, nothing is trusted to be on disk any more: every later
+            write is refused (:meth:`check`) until the process restarts.
         """
         with self._cond:
             while self._synced < ticket:
-                if self._failed is not None and self._failed[0] >= ticket:
-                    raise Unavailable(f"the database's log could not be synced to disk: {self._failed[1]}")
+                self._raise_if_broken()
                 if self._syncing:
                     self._cond.wait()
                     continue
@@ -165,8 +166,22 @@ class WalSync:
                     if error is None:
                         self._synced = max(self._synced, through)
                     else:
-                        self._failed = (through, error)
+                        self._broken = error
                     self._cond.notify_all()
+            self._raise_if_broken()
+
+    def check(self) -> None:
+        """Raise :class:`Unavailable` when a sync of this WAL has failed (see :meth:`durable`):
+        a write about to start is refused before it changes anything."""
+        with self._cond:
+            self._raise_if_broken()
+
+    def _raise_if_broken(self) -> None:
+        if self._broken is not None:
+            raise Unavailable(
+                f"the database's log could not be synced to disk ({self._broken}): writes are refused"
+                " until flagadmin restarts; check the disk first"
+            )
 
     def _sync(self) -> None:
         try:
@@ -321,6 +336,8 @@ class Connection:
         if self._conn.in_transaction:
             yield self
             return
+        if self._wal_sync is not None:
+            self._wal_sync.check()
         with _WRITERS:
             self._execute("BEGIN IMMEDIATE")
             try:

@@ -80,15 +80,18 @@ def test_concurrent_writers__share_syncs__every_row_kept(table):
     assert all(counts.get(n) == per_thread for n in range(threads_n))
 
 
-def test_sync_fails__the_writer_is_told__503(tmp_path):
+def test_sync_fails__the_writer_is_told__later_writes_refused(tmp_path):
     """A sync that fails (here /dev/null, which cannot be synced: EINVAL) is reported to the
-    writers it covered as Unavailable (HTTP 503), not swallowed; a later commit's sync is
-    tried again."""
+    writer it covered as Unavailable (HTTP 503), not swallowed; and, as PostgreSQL does after
+    a failed fsync, later commits are refused too instead of trusting a second sync."""
     sync = WalSync("/dev/null")
     ticket = sync.written()
     with pytest.raises(Unavailable, match="could not be synced"):
         sync.durable(ticket)
+    assert sync.syncs == 1
+    with pytest.raises(Unavailable, match="refused until flagadmin restarts"):
+        sync.check()
     later = sync.written()
     with pytest.raises(Unavailable):
         sync.durable(later)
-    assert sync.syncs == 2
+    assert sync.syncs == 1  # not tried again
