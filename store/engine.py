@@ -203,12 +203,13 @@ class Connection:
     schema), foreign keys on, a busy timeout of :data:`BUSY_TIMEOUT_MS`, and durable commits:
     a write returns once it is on disk. On a WAL database that is ``synchronous=NORMAL`` plus
     the group commit of :class:`WalSync` (one fsync for the commits of several threads); on a
-    file not (yet) in WAL mode, ``synchronous=FULL``. It never leaves the thread that opened it.
+    file not (yet) in WAL mode, or with ``group_commit=False`` (bench/group_commit.py compares
+    the two), ``synchronous=FULL``. It never leaves the thread that opened it.
     """
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int | None = None):
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int | None = None, group_commit: bool = True):
         timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.path = str(path)
         try:
@@ -219,7 +220,7 @@ class Connection:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
             conn.execute("PRAGMA foreign_keys = ON")
-            wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            wal = group_commit and conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             conn.execute(f"PRAGMA synchronous = {'NORMAL' if wal else 'FULL'}")
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -403,11 +404,12 @@ class Connection:
         self.close()
 
 
-def connect(path: str | Path, *, busy_timeout_ms: int | None = None) -> Connection:
+def connect(path: str | Path, *, busy_timeout_ms: int | None = None, group_commit: bool = True) -> Connection:
     """Open ``path`` (see :class:`Connection`). Does not create or upgrade the schema: call
-    :func:`flagadmin.store.schema.ensure_schema` once per process first.
+    :func:`flagadmin.store.schema.ensure_schema` once per process first. ``group_commit=False``:
+    each commit synced inside ``COMMIT`` (``synchronous=FULL``) instead of by :class:`WalSync`.
 
     :raise NotADatabase: the file is not a SQLite database.
     :raise Unavailable: the file cannot be opened.
     """
-    return Connection(path, busy_timeout_ms=busy_timeout_ms)
+    return Connection(path, busy_timeout_ms=busy_timeout_ms, group_commit=group_commit)
