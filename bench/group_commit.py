@@ -20,8 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from flagadmin.store import connect, schema
-from flagadmin.store.engine import WalSync
+from flagadmin.store import schema
+from flagadmin.store.engine import WalSync, connect
 
 
 def run(path: str, threads: int, commits: int, group_commit: bool) -> tuple[float, int]:
@@ -31,11 +31,15 @@ def run(path: str, threads: int, commits: int, group_commit: bool) -> tuple[floa
     start = threading.Barrier(threads + 1)
 
     def writer(n: int) -> None:
-        with connect(path, group_commit=group_commit) as conn:
-            start.wait()
-            for _ in range(commits):
-                with conn.write():
-                    conn.run("INSERT INTO bench_rows (writer, pad) VALUES (?, ?)", [n, "x" * 500])
+        try:
+            with connect(path, group_commit=group_commit) as conn:
+                start.wait()
+                for _ in range(commits):
+                    with conn.write():
+                        conn.run("INSERT INTO bench_rows (writer, pad) VALUES (?, ?)", [n, "x" * 500])
+        except BaseException:
+            start.abort()  # the main thread stops waiting (BrokenBarrierError) instead of hanging
+            raise
 
     workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
     for worker in workers:
