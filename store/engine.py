@@ -293,23 +293,24 @@ class Connection:
 
     def script(self, sql: str) -> None:
         """Run several statements separated by ``;`` (schema and migrations)."""
-        with self._autocommit():
+        with self._autocommit(always=True):
             try:
                 self._conn.executescript(sql)
             except sqlite3.Error as exc:
                 raise classify(exc) from exc
 
     @contextlib.contextmanager
-    def _autocommit(self) -> Iterator[None]:
+    def _autocommit(self, *, always: bool = False) -> Iterator[None]:
         """Around a statement that may write outside :meth:`write`: when it committed by
-        itself (no transaction open before or after) and changed something, return only once
-        that commit is on disk, as :meth:`write` does."""
+        itself (no transaction open before or after) and changed rows, return only once that
+        commit is on disk, as :meth:`write` does. ``always``: whether or not rows changed
+        (scripts: schema changes move no row count)."""
         if self._wal_sync is None or self._conn.in_transaction:
             yield
             return
         changes = self._conn.total_changes
         yield
-        if not self._conn.in_transaction and self._conn.total_changes != changes:
+        if not self._conn.in_transaction and (always or self._conn.total_changes != changes):
             self._wal_sync.durable(self._wal_sync.written())
 
     # --- transactions ---------------------------------------------------------------------

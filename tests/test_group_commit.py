@@ -45,6 +45,17 @@ def test_autocommit_statement__outside_a_transaction__synced_too(table):
         assert sync.syncs == syncs
 
 
+def test_script__schema_change_outside_a_transaction__synced(table):
+    """A script that changes only the schema (no row count moves) is synced too: schema
+    upgrades run as scripts."""
+    sync = WalSync.of(str(table))
+    with connect(table) as conn:
+        written = sync._written
+        conn.script("CREATE TABLE gc_more (a INTEGER)")
+        assert sync._written == written + 1
+        assert sync._synced == sync._written
+
+
 def test_concurrent_writers__share_syncs__every_row_kept(table):
     """8 threads x 40 commits: every row is there, every commit is synced once all returned,
     and the commits shared syncs (fewer fdatasync calls than commits)."""
