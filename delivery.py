@@ -336,14 +336,19 @@ def send_test(
 
 def sweep(conn: Connection, policy: Policy, clock: Clock) -> int:
     """Apply retention to every integration's log, and delete finished deliveries older than
-    the default maximum age; return how many log rows went."""
+    the default maximum age; return how many log rows went. A log's backlog is deleted in
+    transactions of at most :data:`~flagadmin.store.integration_events.PRUNE_MAX_ROWS` rows,
+    so writers never wait long behind it."""
     deleted = 0
     for config in store_integrations.list_all(conn):
         keep, max_age = retention_of(config, policy)
-        with conn.write("integration_events"):
-            deleted += store_log.prune(
-                conn, config["id"], keep=keep, before=clock.now_rfc3339(timedelta(seconds=-max_age))
-            )
+        before = clock.now_rfc3339(timedelta(seconds=-max_age))
+        while True:  # a backlog goes in several short transactions (PRUNE_MAX_ROWS each)
+            with conn.write("integration_events"):
+                pruned = store_log.prune(conn, config["id"], keep=keep, before=before)
+            deleted += pruned
+            if pruned < store_log.PRUNE_MAX_ROWS:
+                break
     before = clock.now_rfc3339(timedelta(seconds=-policy.max_age))
     while store_deliveries.purge_finished(conn, before) > 0:
         pass

@@ -136,13 +136,22 @@ def append(
 #: Rows read per step when looking for the rows older than the retention age.
 PRUNE_BATCH = 500
 
+#: Rows one :func:`prune` deletes at most, so that one write transaction stays short: a log
+#: with a backlog (a server started on an old file, a retention just lowered: 590,000 rows
+#: at the reference size) is cut over several transactions, not in one that holds the write
+#: lock for seconds while every request that writes waits.
+PRUNE_MAX_ROWS = 1_000
 
-def prune(conn: Connection, integration_id: int, *, keep: int, before: str) -> int:
+
+def prune(
+    conn: Connection, integration_id: int, *, keep: int, before: str, max_rows: int = PRUNE_MAX_ROWS
+) -> int:
     """Apply retention to one integration's log, inside the caller's write transaction: keep
     its newest ``keep`` rows (``keep`` >= 1), and delete the rows created before ``before``
-    (a stored timestamp), oldest first. The newest row always stays, so the log keeps the
-    integration's last outcome. Only a prefix of the log (its lowest ``seq``) is ever
-    deleted, so 4.1's ``seq`` bounds stay exact. Return how many rows were deleted.
+    (a stored timestamp), oldest first, at most ``max_rows`` of them (call again while it
+    returns ``max_rows``). The newest row always stays, so the log keeps the integration's last
+    outcome. Only a prefix of the log (its lowest ``seq``) is ever deleted, so 4.1's ``seq``
+    bounds stay exact, whatever is left for the next call. Return how many rows were deleted.
     """
     # Two subqueries, not max() and min() in one: SQLite answers a lone min() or max() with one
     # index seek, but both together by reading every row of the integration.
@@ -153,7 +162,9 @@ def prune(conn: Connection, integration_id: int, *, keep: int, before: str) -> i
     )
     if not bounds["head"]:
         return 0
-    cut = max(bounds["low"], bounds["head"] - max(keep, 1) + 1)
+    # the highest cut this call may make (seq is gap-free: cut - low rows go)
+    limit = min(bounds["head"], bounds["low"] + max(max_rows, 1))
+    cut = min(max(bounds["low"], bounds["head"] - max(keep, 1) + 1), limit)
     if cut == bounds["low"]:
         oldest = conn.value(
             "SELECT created_at FROM integration_events WHERE integration_id = ? AND seq = ?",
@@ -162,8 +173,8 @@ def prune(conn: Connection, integration_id: int, *, keep: int, before: str) -> i
         if oldest is None or oldest >= before:
             return 0  # within both bounds: the usual case, two index seeks
     # Rows are appended in time order, so the old ones form a prefix: extend the cut past it,
-    # one batch at a time, stopping at the first row young enough (or at the newest row).
-    while cut < bounds["head"]:
+    # one batch at a time, stopping at the first row young enough (or at the limit).
+    while cut < limit:
         rows = conn.all(
             "SELECT seq, created_at FROM integration_events WHERE integration_id = ? AND seq >= ?"
             " ORDER BY seq LIMIT ?",
@@ -171,11 +182,11 @@ def prune(conn: Connection, integration_id: int, *, keep: int, before: str) -> i
         )
         young = next((r["seq"] for r in rows if r["created_at"] >= before), None)
         if young is not None:
-            cut = max(cut, young)
+            cut = min(max(cut, young), limit)
             break
         if not rows:
             break
-        cut = min(rows[-1]["seq"] + 1, bounds["head"])
+        cut = min(rows[-1]["seq"] + 1, limit)
     if cut <= bounds["low"]:
         return 0
     return conn.run(

@@ -496,6 +496,59 @@ def test_retention__rows_older_than_the_max_age_go_oldest_first_newest_kept(clie
     ]
 
 
+def test_prune__at_most_max_rows_per_call__a_prefix_each_time(client, admin_token, db):
+    """Retention of a backlog goes in bounded steps (store PRUNE_MAX_ROWS): each call deletes at
+    most ``max_rows`` of the oldest rows, the log stays a gap-free suffix after each, and the
+    calls stop at ``keep``."""
+    from flagadmin.store import integration_events as store_log
+
+    def seqs() -> list[int]:
+        return list(db.values("SELECT seq FROM integration_events WHERE integration_id = 1 ORDER BY seq"))
+
+    before = seqs()
+    assert len(before) == 79
+    steps = []
+    while True:
+        with db.write():
+            n = store_log.prune(db, 1, keep=10, before="0000", max_rows=20)
+        steps.append(n)
+        now = seqs()
+        assert now == list(range(now[0], before[-1] + 1))  # a suffix, no gap
+        if n < 20:
+            break
+    assert steps == [20, 20, 20, 9]
+    assert seqs() == before[-10:]
+    assert [r["id"] for r in log(client, admin_token, 1, "?limit=1000")] == [
+        str(i)
+        for i in db.values("SELECT id FROM integration_events WHERE integration_id = 1 ORDER BY seq DESC")
+    ]
+
+
+def test_sweep__backlog_larger_than_one_step__all_of_it_goes(client, admin_token, db):
+    """A sweep over a log with more rows to delete than one step (PRUNE_MAX_ROWS) keeps going
+    until retention holds: 6,000 extra rows, keep 50."""
+    from flagadmin.store import integration_events as store_log
+
+    head = db.value("SELECT max(seq) FROM integration_events WHERE integration_id = 1")
+    first_id = db.value("SELECT max(id) FROM integration_events") + 1
+    extra = 6_000
+    assert extra > store_log.PRUNE_MAX_ROWS
+    with db.write():
+        db.run_many(
+            "INSERT INTO integration_events (id, integration_id, seq, created_at, state, state_details,"
+            " event, details) VALUES (?, 1, ?, '2030-01-01T00:00:00.000Z', 'success', 'ok', '{}', '{}')",
+            [(first_id + i, head + 1 + i) for i in range(extra)],
+        )
+    policy = dataclasses.replace(delivery.Policy.from_settings(Settings(**FAST)), keep=50)
+    deleted = delivery.sweep(db, policy, ManualClock())
+    kept = [
+        r["seq"] for r in db.all("SELECT seq FROM integration_events WHERE integration_id = 1 ORDER BY seq")
+    ]
+    assert kept == list(range(head + extra - 49, head + extra + 1))
+    assert deleted >= head + extra - 50  # integration 1's share, plus whatever others had over 50
+    assert len(log(client, admin_token, 1, "?limit=1000")) == 50
+
+
 # --- the command line and the server ---------------------------------------------------------
 
 
