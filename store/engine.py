@@ -84,6 +84,9 @@ def classify(exc: sqlite3.Error) -> Exception:
 #: of other processes (the command line) are still handled by the busy timeout.
 _WRITERS = threading.RLock()
 
+#: What :meth:`Connection._autocommit` gives a statement that owes no sync (inside a transaction).
+_NO_SYNC = contextlib.nullcontext()
+
 
 class WalSync:
     """Group commit of one SQLite database in WAL mode: the fsync that makes commits durable,
@@ -299,15 +302,18 @@ class Connection:
             except sqlite3.Error as exc:
                 raise classify(exc) from exc
 
-    @contextlib.contextmanager
-    def _autocommit(self, *, always: bool = False) -> Iterator[None]:
+    def _autocommit(self, *, always: bool = False) -> contextlib.AbstractContextManager[None]:
         """Around a statement that may write outside :meth:`write`: when it committed by
         itself (no transaction open before or after) and changed rows, return only once that
         commit is on disk, as :meth:`write` does. ``always``: whether or not rows changed
-        (scripts: schema changes move no row count)."""
+        (scripts: schema changes move no row count). Inside a transaction (every statement of
+        a :meth:`write`) it costs a shared no-op context, nothing more."""
         if self._wal_sync is None or self._conn.in_transaction:
-            yield
-            return
+            return _NO_SYNC
+        return self._synced_autocommit(always)
+
+    @contextlib.contextmanager
+    def _synced_autocommit(self, always: bool) -> Iterator[None]:
         changes = self._conn.total_changes
         yield
         if not self._conn.in_transaction and (always or self._conn.total_changes != changes):
