@@ -2,13 +2,22 @@
 
 On SIGTERM or SIGINT the server stops accepting connections, lets the requests already
 received run to the end and their responses go out, then exits (at most ``drain_timeout``
-seconds later). A second SIGINT stops at once.
+seconds later). A second SIGINT stops at once; later SIGTERMs change nothing (systemd's
+``KillMode=control-group`` sends one to every process of the service, and the one-file build's
+launcher forwards its own to the server), up to and including the interpreter's exit.
+
+The signal handler runs in the main thread between two bytecodes, possibly inside an earlier
+run of itself (a second signal while the first is handled), so it takes no lock: it guards
+itself with one atomic step, and wakes the drain thread, started beforehand, through a pipe
+(``os.write`` is async-signal-safe).
 """
 
 from __future__ import annotations
 
 import _thread
+import itertools
 import logging
+import os
 import signal
 import threading
 import time
@@ -40,22 +49,29 @@ def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30
         max_request_body_size=MAX_REQUEST_BODY_SIZE,
         clear_untrusted_proxy_headers=True,
     )
-    stopping = threading.Event()
+    wake_read, wake_write = os.pipe()
+    drain = threading.Thread(
+        target=_drain_when_woken, args=(wake_read, server, drain_timeout), name="flagadmin-drain", daemon=True
+    )
+    drain.start()
+    calls = itertools.count()
 
     def on_signal(signum: int, frame) -> None:
-        if stopping.is_set():
+        if next(calls):  # not the first signal (next() on a count is one atomic step)
             return
-        stopping.set()
-        log.info("signal %s: finishing in-flight requests, then exiting", signal.Signals(signum).name)
-        for listener in _listeners(server):
-            listener.accepting = False
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         # From now on SIGINT (and the drain thread's interrupt) stops the loop at once.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        threading.Thread(target=_drain, args=(server, drain_timeout), daemon=True).start()
+        for listener in _listeners(server):
+            listener.accepting = False
+        os.write(wake_write, bytes([signum]))
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server.run()  # returns on KeyboardInterrupt, after waitress has stopped its threads
+    try:
+        server.run()  # returns on KeyboardInterrupt, after waitress has stopped its threads
+    finally:
+        os.close(wake_write)  # a drain thread still waiting reads the end, and returns
     log.info("stopped")
 
 
@@ -75,7 +91,17 @@ def _idle(server) -> bool:
     return all(not c.requests and not c.total_outbufs_len for c in channels)
 
 
-def _drain(server, timeout: float) -> None:
+def _drain_when_woken(wake: int, server, timeout: float) -> None:
+    """Wait for the signal handler's byte on the pipe ``wake`` (its signal number; none: the
+    server stopped otherwise), then for the server to be idle (at most ``timeout`` seconds),
+    then stop the main loop."""
+    try:
+        woken = os.read(wake, 1)
+    finally:
+        os.close(wake)
+    if not woken:
+        return
+    log.info("signal %s: finishing in-flight requests, then exiting", signal.Signals(woken[0]).name)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not _idle(server):
         time.sleep(0.02)

@@ -62,3 +62,19 @@ def test_sigterm__token_used_just_before__its_last_use_written_at_the_stop(live_
     assert server.process.wait(15) == 0
     with connect(database) as conn:
         assert conn.value("SELECT last_used_at FROM api_tokens WHERE id = ?", [token_id]) is not None
+
+
+def test_sigterm__many_at_once__one_clean_exit(live_server):
+    """systemd's KillMode=control-group sends SIGTERM to every process of the service at once,
+    and the one-file build's launcher forwards its own to the server: several SIGTERMs, even
+    one arriving while the handler of the first still runs, must give one graceful stop and
+    exit 0, never a handler waiting on a lock its own interrupted run holds."""
+    # Given: a server that has answered a request
+    server = live_server()
+    assert server.request("GET", "/health").status == 200
+    # When: a burst of SIGTERMs, as fast as they can be sent
+    for _ in range(500):
+        with contextlib.suppress(ProcessLookupError):
+            server.process.send_signal(signal.SIGTERM)
+    # Then
+    assert server.process.wait(15) == 0
