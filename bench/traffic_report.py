@@ -310,6 +310,8 @@ def verdicts(results: dict) -> list[tuple[str, bool | None, str]]:
             )
         )
         for kind, rate in WRITE_RATES.items():
+            if f"{kind} x0" not in writes or f"{kind} x5" not in writes:
+                continue  # not measured in this run (--write-kinds, --integrations)
             zero = figures(writes[f"{kind} x0"]["flagadmin"], "load")["rps"]
             five = figures(writes[f"{kind} x5"]["flagadmin"], "load")["rps"]
             out.append(
@@ -319,21 +321,22 @@ def verdicts(results: dict) -> list[tuple[str, bool | None, str]]:
                     f"{zero:,.0f}/s, with 5: {five:,.0f}/s ({five / zero:.2f})",
                 )
             )
-        token = figures(writes["scim-token x0"]["flagadmin"], "load")
         before = results.get("run_py_4_5")
-        out.append(
-            (
-                "SCIM token generation p99 no worse than today (run.py's 4.5 in the same folder)",
-                None if before is None else token["p99"] <= before["p99"] * 1.1,
-                f"p99 {token['p99']:.2f} ms at {token['rps']:,.0f}/s"
-                + (
-                    ""
-                    if before is None
-                    else f"; run.py's 4.5 of {before['date']} (code {before['code_digest']}): p99 "
-                    f"{before['p99']:.2f} ms at {before['rps']:,.0f}/s, 10 % allowed for noise"
-                ),
+        if "scim-token x0" in writes:
+            token = figures(writes["scim-token x0"]["flagadmin"], "load")
+            out.append(
+                (
+                    "SCIM token generation p99 no worse than today (run.py's 4.5 in the same folder)",
+                    None if before is None else token["p99"] <= before["p99"] * 1.1,
+                    f"p99 {token['p99']:.2f} ms at {token['rps']:,.0f}/s"
+                    + (
+                        ""
+                        if before is None
+                        else f"; run.py's 4.5 of {before['date']} (code {before['code_digest']}): p99 "
+                        f"{before['p99']:.2f} ms at {before['rps']:,.0f}/s, 10 % allowed for noise"
+                    ),
+                )
             )
-        )
     return out
 
 
