@@ -71,6 +71,7 @@ def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30
     try:
         server.run()  # returns on KeyboardInterrupt, after waitress has stopped its threads
     finally:
+        next(calls)  # a signal from now on finds the pipe closed (its number may be reused): none is written
         os.close(wake_write)  # a drain thread still waiting reads the end, and returns
     log.info("stopped")
 
