@@ -81,7 +81,7 @@ def measure(wrk: str, server: procs.Server, path: str, env: dict, args, log: Pat
     with server:
         status, _, _ = procs.fetch(server.port, f"{path}?limit={LIMIT}&offset=0", auth=env["BENCH_AUTH"])
         if status != 200:
-            raise RuntimeError(f"warm-up answered {status}; see {log}")
+            raise RuntimeError(f"warm-up answered {status}; see {server.log.name}")
         return loadgen.run_wrk(
             wrk,
             server.port,
