@@ -18,7 +18,7 @@ import click
 from . import __version__, revision
 from .app import DEFAULT_DATABASE, create_app
 from .config import SettingsError
-from .store import Connection, connect, schema
+from .store import Connection, StoreError, connect, schema
 
 
 def database_option(
@@ -358,6 +358,21 @@ def _wsgi_app(database: str, base_uri_path: str, access_log: bool, threads: int 
     return app, DispatcherMiddleware(outside_base_path, {base_uri_path: app}) if base_uri_path else app
 
 
+def _warm_up(app, threads: int) -> None:
+    """Issue 13: do before traffic what a server thread's first request would do first. One
+    request through Flask (``GET /health``: it loads the code paths every answer takes and opens
+    no connection a thread keeps), then one warmed database connection per server thread
+    (:meth:`~flagadmin.web.state.AppState.prewarm`). Runs before logging is set up: the
+    warm-up request is not in the access log."""
+    from .web.state import state
+
+    app.test_client().get("/health")
+    try:
+        state(app).prewarm(threads)
+    except StoreError as exc:
+        raise click.ClickException(f"cannot read the database: {exc}") from exc
+
+
 @cli.command("serve")
 @database_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -407,6 +422,7 @@ def serve(
 
     # Issue 8: the delivery threads yield to requests in progress (see web/inflight.py).
     app, mounted = _wsgi_app(database, base_uri_path, access_log, threads)
+    _warm_up(app, threads)
     wsgi = RequestGauge(mounted)
     click.echo(f"{_version_message()} serving {shown(database)} on http://{host}:{port}{base_uri_path}/")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

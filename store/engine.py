@@ -207,16 +207,27 @@ class Connection:
     a write returns once it is on disk. On a WAL database that is ``synchronous=NORMAL`` plus
     the group commit of :class:`WalSync` (one fsync for the commits of several threads); on a
     file not (yet) in WAL mode, or with ``group_commit=False`` (bench/group_commit.py compares
-    the two), ``synchronous=FULL``. It never leaves the thread that opened it.
+    the two), ``synchronous=FULL``. It is used by one thread at a time: the thread that opened
+    it, or (``handover=True``, a connection opened and warmed at start-up, see
+    :func:`flagadmin.store.warm.warm`) the one thread it is handed to.
     """
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int | None = None, group_commit: bool = True):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int | None = None,
+        group_commit: bool = True,
+        handover: bool = False,
+    ):
         timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.path = str(path)
         try:
-            conn = sqlite3.connect(self.path, timeout=timeout_ms / 1000, isolation_level=None)
+            conn = sqlite3.connect(
+                self.path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=not handover
+            )
         except sqlite3.Error as exc:
             raise classify(exc) from exc
         conn.row_factory = sqlite3.Row
@@ -411,12 +422,16 @@ class Connection:
         self.close()
 
 
-def connect(path: str | Path, *, busy_timeout_ms: int | None = None, group_commit: bool = True) -> Connection:
+def connect(
+    path: str | Path, *, busy_timeout_ms: int | None = None, group_commit: bool = True, handover: bool = False
+) -> Connection:
     """Open ``path`` (see :class:`Connection`). Does not create or upgrade the schema: call
     :func:`flagadmin.store.schema.ensure_schema` once per process first. ``group_commit=False``:
     each commit synced inside ``COMMIT`` (``synchronous=FULL``) instead of by :class:`WalSync`.
+    ``handover=True``: the connection may be handed to another thread once (it is still used
+    by one thread at a time).
 
     :raise NotADatabase: the file is not a SQLite database.
     :raise Unavailable: the file cannot be opened.
     """
-    return Connection(path, busy_timeout_ms=busy_timeout_ms, group_commit=group_commit)
+    return Connection(path, busy_timeout_ms=busy_timeout_ms, group_commit=group_commit, handover=handover)

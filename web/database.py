@@ -1,15 +1,19 @@
 """Database access for request code: one connection per waitress thread (SQLite), or one
 borrowed from the process's pool for each request (PostgreSQL).
 
-On SQLite each thread opens one connection on its first request and keeps it for the life of
-the app: opening a connection and setting its pragmas costs more than most requests, and a
-connection never leaves its thread. On PostgreSQL a request borrows a connection from the app's
+On SQLite each thread takes one connection on its first request and keeps it for the life of
+the app: opening a connection and setting its pragmas costs more than most requests. The
+connection is one ``flagadmin serve`` opened and warmed before traffic
+(:meth:`~flagadmin.web.state.AppState.prewarm`) while any is left, else a new one; either way
+it is used by that thread alone from then on. On PostgreSQL a request borrows a connection from the app's
 pool on first use and gives it back when the request ends (after a streamed body is sent).
 Either way a request that failed with a transaction still open has it rolled back at teardown,
 so the next request starts clean.
 """
 
 from __future__ import annotations
+
+import queue
 
 from flask import Flask, g, request
 
@@ -31,7 +35,10 @@ def connection() -> Connection:
         return conn
     conn = getattr(app_state.connections, "conn", None)
     if conn is None:
-        conn = connect(app_state.database, busy_timeout_ms=app_state.busy_timeout_ms)
+        try:
+            conn = app_state.warm_connections.get_nowait()
+        except queue.Empty:
+            conn = connect(app_state.database, busy_timeout_ms=app_state.busy_timeout_ms)
         app_state.connections.conn = conn
     return conn
 
