@@ -27,13 +27,15 @@ from .visibility import visible
 
 DIALECTS = ("sqlite", "postgresql")
 
+#: The caller's projects (with a row per role: ``IN`` makes them distinct), as the CTE ``mine``.
 _MY_PROJECTS = "SELECT project_id FROM project_roles WHERE user_id = :user_id"
-#: (project, user) of every role in the caller's projects, direct or through a group. Each arm
-#: of ``project_roles`` is filtered on its own: SQLite pushes no ``IN (subquery)`` into a
-#: UNION view, and the whole view would be read.
+#: (project, user) of every role in the caller's projects (``mine``), direct or through a
+#: group. Each arm of ``project_roles`` is filtered on its own: SQLite pushes no
+#: ``IN (subquery)`` into a UNION view, and the whole view would be read.
 _ROLES_IN_MY_PROJECTS = (
-    f"SELECT project_id, user_id FROM direct_project_roles WHERE project_id IN ({_MY_PROJECTS})"
-    f" UNION ALL SELECT project_id, user_id FROM granted_project_roles WHERE project_id IN ({_MY_PROJECTS})"
+    "SELECT project_id, user_id FROM direct_project_roles WHERE project_id IN (SELECT project_id FROM mine)"
+    " UNION ALL SELECT project_id, user_id FROM granted_project_roles"
+    " WHERE project_id IN (SELECT project_id FROM mine)"
 )
 
 #: An owner's name as 4.2 shows it: displayed name, else username, else email.
@@ -41,33 +43,44 @@ _OWNER_NAME = f"coalesce({DISPLAY_NAME}, nullif(u.username, ''), u.email)"
 
 
 @functools.cache
-def _projects_sql(dialect: str, types: int) -> str:
+def _projects_sql(dialect: str, types: int, permanent: int) -> str:
     """4.2's projects query for ``types`` flag types with a lifetime (parameters ``:type<i>``
     and ``:before<i>``: the moment before which a live flag of that type is potentially stale,
-    computed by the caller). Per project: members, live flags, unhealthy ones (stale, or at
-    least their type's lifetime old), and per type the oldest live flag that is neither yet
-    (the next one to become potentially stale). No date arithmetic in SQL: the same text on
-    both engines but for the collation of names."""
-    unhealthy = " ".join(
-        f"WHEN f.type = :type{i} AND f.created_at <= :before{i} THEN 1" for i in range(types)
-    )
+    computed by the caller) and ``permanent`` types without one (``:permanent<i>``). Per
+    project: members, live flags, unhealthy ones, and per type with a lifetime the oldest
+    healthy flag (the next one to become potentially stale). No date arithmetic in SQL: the
+    same text on both engines but for the collation of names.
+
+    Unhealthy is counted as live minus healthy: a healthy flag is one not stale and younger
+    than its type's lifetime (a type without one: created after ``''``, so any). The healthy
+    flags of a (project, type) are one range of ``features_project_health``, so the only pass
+    over every live flag is their ``count(*)``; an expression per flag (a ``CASE`` over the
+    types) cost more (bench/RESULTS.md).
+    """
+    thresholds = [f"(:type{i}, :before{i})" for i in range(types)]
+    thresholds += [f"(:permanent{i}, '')" for i in range(permanent)]
     nexts = "".join(
-        f", min(CASE WHEN f.stale = 0 AND f.type = :type{i} AND f.created_at > :before{i}"
-        f" THEN f.created_at END) AS next{i}"
-        for i in range(types)
+        f", min(CASE WHEN f.type = :type{i} THEN f.created_at END) AS next{i}" for i in range(types)
     )
-    next_columns = "".join(f", live.next{i}" for i in range(types))
+    next_columns = "".join(f", healthy.next{i}" for i in range(types))
     return (
-        "WITH members AS (SELECT project_id, count(DISTINCT user_id) AS n"
+        f"WITH mine AS ({_MY_PROJECTS}),"
+        f" thresholds (type, born_after) AS (VALUES {', '.join(thresholds)}),"
+        " members AS (SELECT project_id, count(DISTINCT user_id) AS n"
         f"   FROM ({_ROLES_IN_MY_PROJECTS}) roles GROUP BY project_id),"
-        " live AS (SELECT f.project_id, count(*) AS n,"
-        f"   sum(CASE WHEN f.stale = 1 THEN 1 {unhealthy} ELSE 0 END) AS unhealthy{nexts}"
-        f"   FROM features f WHERE f.archived_at IS NULL AND f.project_id IN ({_MY_PROJECTS})"
-        "   GROUP BY f.project_id)"
+        " live AS (SELECT f.project_id, count(*) AS n FROM features f"
+        "   WHERE f.archived_at IS NULL AND f.project_id IN (SELECT project_id FROM mine)"
+        "   GROUP BY f.project_id),"
+        f" healthy AS (SELECT f.project_id, count(*) AS n{nexts}"
+        "   FROM thresholds t CROSS JOIN features f"
+        "   WHERE f.project_id IN (SELECT project_id FROM mine) AND f.archived_at IS NULL AND f.type = t.type"
+        "   AND f.created_at > t.born_after AND f.stale = 0 GROUP BY f.project_id)"
         ' SELECT p.id, p.name, coalesce(members.n, 0) AS "memberCount",'
-        f' coalesce(live.n, 0) AS "featureCount", coalesce(live.unhealthy, 0) AS unhealthy{next_columns}'
+        ' coalesce(live.n, 0) AS "featureCount",'
+        f" coalesce(live.n, 0) - coalesce(healthy.n, 0) AS unhealthy{next_columns}"
         " FROM projects p JOIN members ON members.project_id = p.id"
         " LEFT JOIN live ON live.project_id = p.id"
+        " LEFT JOIN healthy ON healthy.project_id = p.id"
         f" ORDER BY p.name{BINARY[dialect]}, p.id{BINARY[dialect]}"
     )
 
@@ -97,13 +110,12 @@ _SQL = {
 }
 
 
-def lifetimes(conn: Connection) -> dict[str, int]:
-    """Days after which a live flag of each type is potentially stale (spec 4.2), for the types
-    that have a lifetime: ``{"release": 40, "experiment": 40, "operational": 7}``."""
-    return {
-        row["name"]: row["lifetime_days"]
-        for row in conn.all("SELECT name, lifetime_days FROM feature_types WHERE lifetime_days IS NOT NULL")
-    }
+def lifetimes(conn: Connection) -> dict[str, int | None]:
+    """Days after which a live flag of each type is potentially stale (spec 4.2), None for the
+    types that never are: ``{"release": 40, "experiment": 40, "operational": 7,
+    "kill-switch": None, "permission": None}``."""
+    rows = conn.all("SELECT name, lifetime_days FROM feature_types")
+    return {row["name"]: row["lifetime_days"] for row in rows}
 
 
 def flags(conn: Connection, user_id: int) -> list[dict[str, Any]]:
@@ -119,7 +131,7 @@ def flags(conn: Connection, user_id: int) -> list[dict[str, Any]]:
 
 
 def projects(
-    conn: Connection, user_id: int, now: str, lifetime_days: dict[str, int]
+    conn: Connection, user_id: int, now: str, lifetime_days: dict[str, int | None]
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Projects where the user has any role, by name (by code point), with their counts and
     health at ``now`` (RFC 3339 UTC text); and the first moment after ``now`` at which a live
@@ -128,19 +140,22 @@ def projects(
     Items: ``{"id", "name", "memberCount", "featureCount", "health"}``. ``memberCount``
     counts distinct users with a role; ``featureCount`` live flags; ``health`` is 100 minus
     the percentage (rounded half up) of live flags that are stale or potentially stale (at
-    least their type's lifetime old, ``lifetime_days`` by type: :func:`lifetimes`), 100 for a
-    project without flags. One query, answered from indexes (``features_project_health``,
+    least their type's lifetime old, ``lifetime_days`` by type, every type: :func:`lifetimes`),
+    100 for a project without flags. One query, answered from indexes (``features_project_health``,
     ``project_members_user``, and for roles granted through groups
     ``directory_group_members_user``, ``group_project_roles``). Until the returned moment, and
     while the data is unchanged, the same answer holds.
     """
-    types = sorted(lifetime_days)
+    types = sorted(name for name, days in lifetime_days.items() if days is not None)
+    permanent = sorted(name for name, days in lifetime_days.items() if days is None)
     moment = parse_rfc3339(now)
     params: dict[str, Any] = {"user_id": user_id}
     for i, name in enumerate(types):
         params[f"type{i}"] = name
         params[f"before{i}"] = format_rfc3339(moment - timedelta(days=lifetime_days[name]))
-    rows = conn.all(_projects_sql(conn.dialect, len(types)), params)
+    for i, name in enumerate(permanent):
+        params[f"permanent{i}"] = name
+    rows = conn.all(_projects_sql(conn.dialect, len(types), len(permanent)), params)
     upcoming: list[str] = []
     for row in rows:
         row["health"] = health(row["featureCount"], row.pop("unhealthy"))

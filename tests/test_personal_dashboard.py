@@ -299,3 +299,84 @@ def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
     large = _statements(db, dashboard)
     # Then
     assert len(small) == len(large) == 5
+
+
+def test_projects__random_flags__health_and_next_change_match_their_definition(db, seed):
+    """Spec 4.2's health over every mix of type (with and without a lifetime), stale and age,
+    against the definition computed here flag by flag: unhealthy is stale, or at least the
+    type's lifetime old; the next change is the moment the oldest flag that is neither reaches
+    its lifetime."""
+    import random
+
+    rng = random.Random(4242)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    types = ["release", "experiment", "operational", "kill-switch", "permission"]
+    flags = []
+    for n in range(300):
+        kind = rng.choice(types)
+        days = LIFETIME_DAYS.get(kind, 40)
+        age = rng.choice([0.5, days - 0.001, days, days + 0.001, 3 * days])  # around the lifetime
+        flags.append(
+            {
+                "name": f"r-{n}",
+                "project": f"r{n % 7}",
+                "type": kind,
+                "stale": rng.random() < 0.3,
+                "createdAt": format_rfc3339(now - timedelta(days=age)),
+                "archivedAt": format_rfc3339(now) if rng.random() < 0.2 else None,
+            }
+        )
+    seed(
+        {
+            "users": [{"id": 900, "username": "rand", "rootRole": "Viewer"}],
+            "projects": [
+                {"id": f"r{p}", "name": f"R{p}", "members": [{"userId": 900, "role": "Member"}]}
+                for p in range(8)
+            ],
+            "features": flags,
+        }
+    )
+    # When
+    got, next_change = personal_dashboard.projects(
+        db, 900, format_rfc3339(now), personal_dashboard.lifetimes(db)
+    )
+    # Then
+    expected, upcoming = {}, []
+    for p in range(8):
+        live = [f for f in flags if f["project"] == f"r{p}" and f["archivedAt"] is None]
+        bad = 0
+        for f in live:
+            days = LIFETIME_DAYS.get(f["type"])
+            born = datetime.fromisoformat(f["createdAt"])
+            old = days is not None and now - born >= timedelta(days=days)
+            bad += f["stale"] or old
+            if days is not None and not f["stale"] and not old:
+                upcoming.append(format_rfc3339(born + timedelta(days=days)))
+        percent = Decimal(100 * bad) / len(live) if live else Decimal(0)
+        expected[f"r{p}"] = (len(live), 100 - int(percent.quantize(Decimal(1), rounding=ROUND_HALF_UP)))
+    assert {p["id"]: (p["featureCount"], p["health"]) for p in got} == expected
+    assert expected["r7"] == (0, 100)  # a project without flags
+    assert next_change == min(upcoming)
+
+
+@pytest.mark.parametrize("who", ["alice", "victor"])  # sees every project (shared owners), or hers
+def test_dashboard__etag__same_while_unchanged_new_when_a_shared_part_changes(client, db, make_token, who):
+    """The ETag is a digest of the caller's own bytes and of the shared parts' digests
+    (blueprints/personal_dashboard.py): a change in the admins alone must still change it."""
+    headers = auth(make_token(user=who))
+    first = client.get(PATH, headers=headers)
+    again = client.get(PATH, headers=headers)
+    assert first.headers["ETag"] == again.headers["ETag"]
+    assert client.get(PATH, headers={**headers, "If-None-Match": first.headers["ETag"]}).status_code == 304
+    # When: only an admin's displayed name changes
+    admin_id = first.get_json()["admins"][0]["id"]
+    with db.write("users"):
+        db.run("UPDATE users SET name = 'Renamed Admin' WHERE id = ?", [admin_id])
+    # Then
+    changed = client.get(PATH, headers={**headers, "If-None-Match": first.headers["ETag"]})
+    assert changed.status_code == 200
+    assert changed.headers["ETag"] != first.headers["ETag"]
+    assert changed.get_json()["admins"][0]["name"] == "Renamed Admin"
+    assert {k: v for k, v in changed.get_json().items() if k != "admins"} == {
+        k: v for k, v in first.get_json().items() if k != "admins"
+    }
