@@ -20,8 +20,8 @@ def format_rfc3339(moment: datetime) -> str:
     """
     if moment.tzinfo is None:
         raise ValueError("timestamp has no time zone")
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat ends in "+00:00" for UTC; it is several times faster than strftime
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_rfc3339(text: str) -> datetime:

@@ -64,23 +64,32 @@ class PersonalDashboardSchema(Schema):
     flags = fields.List(fields.Nested(DashboardFlagSchema), required=True)
 
 
-def _part(key: tuple, version, build) -> bytes:
-    """JSON bytes of a part of the dashboard shared by many callers, kept per content version
-    in the ``dashboard_parts`` cache: built once per version, not once per caller, and held
-    once by every dashboard that holds it (see :class:`~flagadmin.web.cache.SplicedAnswer`)."""
+def _part(key: tuple, version, build) -> Answer:
+    """A part of the dashboard shared by many callers, kept per content version in the
+    ``dashboard_parts`` cache: its JSON bytes and their ETag, built once per version, not once
+    per caller, and held once by every dashboard that holds it (see
+    :class:`~flagadmin.web.cache.SplicedAnswer`)."""
     parts = state().caches.dashboard_parts
-    return parts.get_or_build((*key, version), lambda: Answer(orjson.dumps(build()), version=version)).body
+
+    def made() -> Answer:
+        body = orjson.dumps(build())
+        return Answer(body, generate_etag(body), version=version)
+
+    return parts.get_or_build((*key, version), made)
 
 
-def dashboard(conn, caller, now: str, version) -> tuple[tuple[bytes, ...], int, str | None]:
+def dashboard(conn, caller, now: str, version) -> tuple[tuple[bytes, ...], int, str, str | None]:
     """The personal dashboard of ``caller`` at ``now`` (spec 4.2): the parts of its JSON bytes
-    (joined, they are the answer), how many of those bytes are the caller's alone, and the
-    first moment after ``now`` at which its projects' health changes with time alone (None:
-    never, while the data stays as it is).
+    (joined, they are the answer), how many of those bytes are the caller's alone, its ETag,
+    and the first moment after ``now`` at which its projects' health changes with time alone
+    (None: never, while the data stays as it is).
 
     The admins, and the owners of all projects (for callers who see every project), are the
     same for every caller: they are built once per content ``version``, and the parts are
-    those very bytes objects.
+    those very bytes objects. The ETag is a digest of the caller's own bytes and of the shared
+    parts' digests (each after a NUL byte, which JSON text never holds), not of the whole
+    body: the shared parts (up to hundreds of KB) are hashed once per version, not once per
+    caller, and any change of any byte still changes it.
     """
     admins = _part(
         ("admins",),
@@ -92,17 +101,19 @@ def dashboard(conn, caller, now: str, version) -> tuple[tuple[bytes, ...], int, 
     )
     if caller.sees_all_projects:
         owners = _part(("owners", "all"), version, lambda: personal_dashboard.project_owners(conn, 0, True))
-        shared = len(owners)
+        owners_body, owners_digest, shared = owners.body, b"\0" + owners.etag.encode(), len(owners.body)
     else:
-        owners = orjson.dumps(personal_dashboard.project_owners(conn, caller.user_id, False))
+        owners_body = orjson.dumps(personal_dashboard.project_owners(conn, caller.user_id, False))
+        owners_digest = owners_body
         shared = 0
     projects, valid_until = personal_dashboard.projects(
         conn, caller.user_id, now, personal_dashboard.lifetimes(conn)
     )
     # the object's last two members, with its closing brace: '"projects":[...],"flags":[...]}'
     rest = orjson.dumps({"projects": projects, "flags": personal_dashboard.flags(conn, caller.user_id)})[1:]
-    parts = (b'{"admins":', admins, b',"projectOwners":', owners, b",", rest)
-    return parts, sum(map(len, parts)) - len(admins) - shared, valid_until
+    parts = (b'{"admins":', admins.body, b',"projectOwners":', owners_body, b",", rest)
+    etag = generate_etag(b"".join((b"\0", admins.etag.encode(), b"|", owners_digest, b"|", rest)))
+    return parts, sum(map(len, parts)) - len(admins.body) - shared, etag, valid_until
 
 
 @operation(
@@ -130,8 +141,7 @@ def get_personal_dashboard(caller, conn):
         return kept.version == version and (kept.valid_until is None or now < kept.valid_until)
 
     def build() -> SplicedAnswer:
-        parts, own, valid_until = dashboard(conn, caller, now, version)
-        etag = generate_etag(b"".join(parts))
+        parts, own, etag, valid_until = dashboard(conn, caller, now, version)
         return SplicedAnswer(parts, own, etag, valid_until=valid_until, version=version)
 
     kept = state().caches.personal_dashboards.get_or_build(caller.user_id, build, fresh)
