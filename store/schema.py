@@ -15,7 +15,7 @@ from pathlib import Path
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -70,6 +70,9 @@ MIGRATIONS: tuple[str, ...] = (
             "feature_environments_delete",
         )
     ),
+    # 4 -> 5: features_creator covers 4.2's flags query (schema.sql creates it again with its
+    # new columns, and features_name_listed beside it; issue 13).
+    "DROP INDEX IF EXISTS features_creator;",
 )
 
 
@@ -83,6 +86,8 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     # 3 -> 4: the schema file replaces the content_version triggers of users, features and
     # feature_environments with narrower ones (issue 13).
     "",
+    # 4 -> 5: as on SQLite, features_creator is made again with 4.2's columns.
+    "DROP INDEX IF EXISTS features_creator;",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts

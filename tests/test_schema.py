@@ -260,3 +260,47 @@ def test_ensure_schema__version_3_database__content_version_triggers_narrowed(db
     assert int(conn.execute(version).fetchone()[0]) == before + 1
     conn.rollback()
     conn.close()
+
+
+def test_ensure_schema__version_4_database__features_creator_covers_the_dashboard_flags(db_path):
+    """The real 4 -> 5 upgrade (issue 13): features_creator gets 4.2's columns and
+    features_name_listed is added, so a user's flags and favorites are read from indexes alone."""
+    # Given: the database taken back to version 4's indexes
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP INDEX features_creator")
+    conn.execute("DROP INDEX features_name_listed")
+    conn.execute("CREATE INDEX features_creator ON features (created_by_user_id, created_at)")
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    # When
+    found = store_schema.ensure_schema(db_path)
+    # Then
+    assert found == 4
+    conn = sqlite3.connect(db_path)
+    try:
+        indexed = {
+            name: [row[2] for row in conn.execute(f"PRAGMA index_info({name})")]
+            for name in ("features_creator", "features_name_listed")
+        }
+        assert indexed == {
+            "features_creator": [
+                "created_by_user_id",
+                "archived_at",
+                "created_at",
+                "name",
+                "project_id",
+                "type",
+            ],
+            "features_name_listed": ["name", "archived_at", "project_id", "type", "created_at"],
+        }
+        assert pragma(db_path, "user_version") == store_schema.SCHEMA_VERSION
+        from flagadmin.store.personal_dashboard import _SQL
+
+        plan = " | ".join(
+            row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + _SQL["flags"]["sqlite"], {"user_id": 1})
+        )
+        assert "COVERING INDEX features_creator" in plan
+        assert "COVERING INDEX features_name_listed" in plan
+    finally:
+        conn.close()
