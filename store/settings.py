@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from .engine import Connection
+
+T = TypeVar("T")
 
 
 def instance_id(conn: Connection) -> str:
@@ -46,19 +50,29 @@ class Versions:
     credentials: int
 
 
-def versions(conn: Connection) -> Versions:
-    """Return both version counters, read at most once per commit anywhere.
-
-    The counters are read again only when the connection's commit counter has moved (someone
-    else committed) or this connection committed itself; otherwise the values read last
-    still hold, and the answer costs one ``PRAGMA`` and no table access.
+def read_once(conn: Connection, name: str, read: Callable[[Connection], T]) -> T:
+    """``read(conn)``, read again only when the connection's commit counter has moved (someone
+    else committed) or this connection committed itself (which empties ``conn.memo``);
+    otherwise the value read last, kept under ``name`` in ``conn.memo``, still holds. On an
+    engine without a commit counter (PostgreSQL), ``read(conn)`` every time.
     """
-    counter = conn.commit_counter()  # None: the engine has none, so read every time
-    memo = conn.memo.get("versions")
+    counter: Any = conn.commit_counter()
+    memo = conn.memo.get(name)
     if counter is not None and memo is not None and memo[0] == counter:
         return memo[1]
+    found = read(conn)
+    conn.memo[name] = (counter, found)
+    return found
+
+
+def versions(conn: Connection) -> Versions:
+    """Return both version counters, read at most once per commit anywhere
+    (:func:`read_once`: when nobody has committed since the last reading, the answer costs
+    one ``PRAGMA`` and no table access)."""
+    return read_once(conn, "versions", _read_versions)
+
+
+def _read_versions(conn: Connection) -> Versions:
     rows = conn.all("SELECT key, value FROM settings WHERE key IN ('content_version', 'credentials_version')")
     values = {row["key"]: int(row["value"]) for row in rows}
-    found = Versions(values["content_version"], values["credentials_version"])
-    conn.memo["versions"] = (counter, found)
-    return found
+    return Versions(values["content_version"], values["credentials_version"])
