@@ -71,8 +71,11 @@ MIGRATIONS: tuple[str, ...] = (
         )
     ),
     # 4 -> 5: features_creator covers 4.2's flags query (schema.sql creates it again with its
-    # new columns, and features_name_listed beside it; issue 13).
-    "DROP INDEX IF EXISTS features_creator;",
+    # new columns, and features_name_listed beside it); the two arms of project_roles check
+    # "active" in the new partial index users_inactive (issue 13).
+    "DROP INDEX IF EXISTS features_creator;"
+    "DROP VIEW IF EXISTS direct_project_roles;"
+    "DROP VIEW IF EXISTS granted_project_roles;",
 )
 
 

@@ -264,12 +264,20 @@ def test_ensure_schema__version_3_database__content_version_triggers_narrowed(db
 
 def test_ensure_schema__version_4_database__features_creator_covers_the_dashboard_flags(db_path):
     """The real 4 -> 5 upgrade (issue 13): features_creator gets 4.2's columns and
-    features_name_listed is added, so a user's flags and favorites are read from indexes alone."""
+    features_name_listed is added, so a user's flags and favorites are read from indexes alone;
+    project roles check "active" in the partial index users_inactive, and still drop the roles
+    of a deactivated user."""
     # Given: the database taken back to version 4's indexes
     conn = sqlite3.connect(db_path)
     conn.execute("DROP INDEX features_creator")
     conn.execute("DROP INDEX features_name_listed")
     conn.execute("CREATE INDEX features_creator ON features (created_by_user_id, created_at)")
+    conn.execute("DROP VIEW direct_project_roles")
+    conn.execute(
+        "CREATE VIEW direct_project_roles AS SELECT pm.project_id, pm.user_id, pm.role"
+        " FROM project_members pm JOIN users u ON u.id = pm.user_id WHERE coalesce(u.active, 1) = 1"
+    )
+    conn.execute("DROP INDEX users_inactive")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.close()
@@ -302,5 +310,13 @@ def test_ensure_schema__version_4_database__features_creator_covers_the_dashboar
         )
         assert "COVERING INDEX features_creator" in plan
         assert "COVERING INDEX features_name_listed" in plan
+        view = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'direct_project_roles'").fetchone()[0]
+        assert "INDEXED BY users_inactive" in view
+        member = "SELECT user_id FROM project_members LIMIT 1"
+        roles = f"SELECT count(*) FROM project_roles WHERE user_id = ({member})"
+        assert conn.execute(roles).fetchone()[0] > 0
+        conn.execute(f"UPDATE users SET active = 0 WHERE id = ({member})")
+        assert conn.execute(roles).fetchone()[0] == 0
+        conn.rollback()
     finally:
         conn.close()
