@@ -29,7 +29,6 @@ import statistics
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import loadgen
@@ -62,17 +61,6 @@ def floor_app(db: str, integration: int):
         return Response(b'{"integrationEvents":[' + b",".join(items) + b"]}", mimetype="application/json")
 
     return app
-
-
-def read_through(path: str) -> float:
-    """Read the file at ``path`` once (into the OS page cache), in seconds: at the reference
-    size a log page not in the page cache is a disk read, and this VM drops its page cache
-    within minutes, which would turn the measurement into one of the disk."""
-    started = time.perf_counter()
-    with open(path, "rb") as f:
-        while f.read(1 << 20):
-            pass
-    return time.perf_counter() - started
 
 
 def measure(wrk: str, server: procs.Server, path: str, env: dict, args, log: Path) -> dict:
@@ -165,7 +153,7 @@ def main() -> None:
     for r in range(1, args.rounds + 1):
         for kind in kinds:
             if kind != "ceiling":
-                print(f"(read {args.db} in {read_through(args.db):.1f} s)", flush=True)
+                print(f"(read {args.db} in {procs.read_through(args.db):.1f} s)", flush=True)
             port = procs.free_port()
             found = measure(wrk, procs.Server(command(kind, port), port, log), path, env, args, wrk_log)
             if found["errors"]:

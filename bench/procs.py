@@ -65,6 +65,17 @@ def ceiling_command(mode: str, body: Path, port: int, threads: int) -> list[str]
     ]
 
 
+def read_through(path: str) -> float:
+    """Read the file at ``path`` once (into the OS page cache), in seconds: at the reference
+    size a log page not in the page cache is a disk read, and this VM drops its page cache
+    within minutes, which would turn the measurement into one of the disk."""
+    started = time.perf_counter()
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+    return time.perf_counter() - started
+
+
 class Server:
     """A server process pinned to ``cpu`` (default :data:`SERVER_CPU`), its output appended to
     ``log``."""

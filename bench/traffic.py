@@ -21,6 +21,10 @@ bytes for the same requests (``--index`` mode):
   receiver process, at ``--connections`` and at one connection (the latency of one write with
   nothing queued before it).
 
+A SQLite file is read through before each flagadmin server starts on it (``procs.read_through``):
+this VM drops its page cache within minutes, and a page that is not in it is a disk read, which
+turned a round of 4.1 at random offsets into a measurement of the disk (p99 790 ms).
+
 With ``--db postgresql://...`` the same cases run on SQLite (``--sqlite``), on PostgreSQL with
 one process and with two (engines.py's protocol), with ratios to SQLite, and no ceilings.
 
@@ -150,6 +154,8 @@ class Traffic:
     def flagadmin(self, target: str, cpus: tuple[str, ...]) -> list[procs.Server]:
         """Fresh ``flagadmin serve`` processes on ``target``, one per CPU, each listening."""
         servers = []
+        if not target.startswith("postgresql"):
+            procs.read_through(target)  # the VM drops its page cache within minutes
         try:
             for cpu in cpus:
                 port = procs.free_port()
