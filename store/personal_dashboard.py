@@ -162,13 +162,18 @@ def projects(
     for i, name in enumerate(permanent):
         params[f"permanent{i}"] = name
     rows = conn.all(_projects_sql(conn.dialect, len(types), len(permanent)), params)
-    upcoming: list[str] = []
+    oldest: list[str | None] = [None] * len(types)  # per type, its oldest healthy flag
     for row in rows:
         row["health"] = health(row["featureCount"], row.pop("unhealthy"))
-        for i, name in enumerate(types):
-            oldest = row.pop(f"next{i}")
-            if oldest is not None:
-                upcoming.append(format_rfc3339(parse_rfc3339(oldest) + timedelta(days=lifetime_days[name])))
+        for i in range(len(types)):
+            found = row.pop(f"next{i}")
+            if found is not None and (oldest[i] is None or found < oldest[i]):
+                oldest[i] = found  # one stored format: text order is time order
+    upcoming = [
+        format_rfc3339(parse_rfc3339(found) + timedelta(days=lifetime_days[name]))
+        for name, found in zip(types, oldest, strict=True)
+        if found is not None
+    ]
     return rows, min(upcoming) if upcoming else None
 
 
