@@ -60,6 +60,7 @@ def _projects_sql(dialect: str, types: int, permanent: int) -> str:
     """
     thresholds = [f"(:type{i}, :before{i})" for i in range(types)]
     thresholds += [f"(:permanent{i}, '')" for i in range(permanent)]
+    thresholds = thresholds or ["(NULL, NULL)"]  # no flag type at all: no flag is healthy
     nexts = "".join(
         f", min(CASE WHEN f.type = :type{i} THEN f.created_at END) AS next{i}" for i in range(types)
     )
@@ -148,7 +149,7 @@ def projects(
     the percentage (rounded half up) of live flags that are stale or potentially stale (at
     least their type's lifetime old, ``lifetime_days`` by type, every type: :func:`lifetimes`),
     100 for a project without flags. One query, answered from indexes (``features_project_health``,
-    ``project_members_user``, and for roles granted through groups
+    ``project_members_user``, ``users_inactive``, and for roles granted through groups
     ``directory_group_members_user``, ``group_project_roles``). Until the returned moment, and
     while the data is unchanged, the same answer holds.
     """

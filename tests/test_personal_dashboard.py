@@ -382,3 +382,12 @@ def test_dashboard__etag__same_while_unchanged_new_when_a_shared_part_changes(cl
     assert {k: v for k, v in changed.get_json().items() if k != "admins"} == {
         k: v for k, v in first.get_json().items() if k != "admins"
     }
+
+
+def test_projects__no_flag_type_given__counts_every_live_flag_unhealthy(db):
+    """The projects query still runs with no flag type at all (its thresholds then match no
+    flag): nothing is healthy, and nothing becomes potentially stale later."""
+    got, next_change = personal_dashboard.projects(db, 2, "2026-06-01T00:00:00.000Z", {})
+    assert got  # alice has projects in the demo data
+    assert all(p["health"] == (100 if p["featureCount"] == 0 else 0) for p in got)
+    assert next_change is None
