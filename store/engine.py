@@ -275,9 +275,10 @@ class Connection:
     def values(self, sql: str, params: Params = ()) -> Iterator[Any]:
         """Run a query of one column; yield its values one row at a time (memory stays flat)."""
         cursor = self._execute(sql, params)
+        cursor.row_factory = None  # plain tuples: no sqlite3.Row made per row (4.1: 50 a page)
         try:
-            for row in cursor:
-                yield row[0]
+            for (value,) in cursor:
+                yield value
         except sqlite3.Error as exc:
             raise classify(exc) from exc
 
