@@ -2,9 +2,10 @@
 
 A connection's first statements cost more than its later ones: the engine reads and parses the
 schema, and each statement is compiled once and kept in the connection's statement cache (on
-SQLite, Python's ``sqlite3`` cache; keyed by the SQL text). On the reference data the heavy
-caller's first 4.2 request took about 3 ms longer on a fresh connection than on a used one
-(bench/RESULTS.md). :func:`warm` does that work ahead of traffic.
+SQLite, Python's ``sqlite3`` cache; keyed by the SQL text). :func:`warm` does that work ahead
+of traffic. With it and one request through the app first (``flagadmin serve``'s warm start),
+the heavy caller's first 4.2 request on the reference data took 14.2 ms in-process instead of
+20.5 (bench/RESULTS.md, "First requests of 4.2").
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def warm(conn: Connection, now: str) -> None:
     token check and the versions (every operation), the 4.1 log bounds and page, the 4.2
     dashboard's queries, the 4.4 list and count. ``now`` is RFC 3339 UTC text (the dashboard's health
     is computed at a moment). Reads only: nothing is written, no cache outside ``conn``
-    changes, and the data pages a real request reads are not preloaded.
+    changes, no transaction is left open, and the data pages a real request reads are not
+    preloaded.
 
     :raise flagadmin.store.StoreError: the database cannot be read.
     """
@@ -37,4 +39,3 @@ def warm(conn: Connection, now: str) -> None:
     archived_features.count(conn, NO_ID, sees_all=False)
     for _ in archived_features.archived_features_json(conn, NO_ID, sees_all=False):
         pass
-    conn.rollback()
