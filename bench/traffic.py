@@ -46,8 +46,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -77,6 +79,8 @@ INSTALL_SCALE = 0.02
 #: Shares of the reads in the mixed case (percent), and of 4.1 reads on the first ten pages.
 MIX_WEIGHTS = "4.3=45,4.2=30,4.1=20,4.4=5"
 MIX_FIRST_PAGES = 50
+#: The mixed case's second window on the same server (the first is ``mixed``).
+MIX_SECOND = "mixed, second window"
 WRITE_EVERY = 100
 TOKEN_EVERY = 1000
 #: The writes and how many enabled webhook configurations match each.
@@ -109,6 +113,9 @@ class Load:
     method: str = "GET"
     duration: int | None = None  # None: --duration
     split: bool = True  # False: only the first process is driven (one token, once)
+    #: Environment made just before the run, over ``env`` (a SCIM token: every 4.5 of an
+    #: earlier run on the same server revoked the one before).
+    fresh_env: Callable[[], dict[str, str]] | None = None
 
 
 @dataclass
@@ -220,6 +227,7 @@ class Traffic:
             servers = [s for s, share in zip(servers, shares, strict=True) if share]
         results: list[dict] = [{} for _ in servers]
         failures: list[BaseException] = []
+        env = {**load.env, **(load.fresh_env() if load.fresh_env else {})}
 
         def one(i: int) -> None:
             try:
@@ -234,7 +242,7 @@ class Traffic:
                     log=self.wrk_log,
                     script=BENCH / load.script,
                     env={
-                        **load.env,
+                        **env,
                         "BENCH_PART": f"{i} {parts}",
                         "BENCH_ONCE": str(shares[i]),
                     },
@@ -809,9 +817,20 @@ def show(r: int, rounds: int, case: str, label: str, figures: dict) -> None:
         )
 
 
+def mixed_window_env(setup: Setup, target: str, r: int) -> dict[str, str]:
+    """The environment of one window of the mixed case made when it starts: a run tag, and a
+    new SCIM token written to ``target`` (the ceilings take any)."""
+    token = new_scim_token(target) if setup.kind == "flagadmin" else "ceiling"
+    return {"BENCH_TAG": f"{tag()}-{r}", "BENCH_SCIM_TOKEN": token}
+
+
 def mixed(t: Traffic, setups: list[Setup], targets: dict[str, str]) -> dict:
-    """The mixed case, ``--rounds`` times on every setup (working copies). Before the rounds,
-    on each engine's copy: five SCIM users to PATCH; on the first, the ceiling's answers."""
+    """The mixed case, ``--rounds`` times on every setup (working copies): on each fresh server,
+    two windows of ``--duration`` s one after the other, ``mixed`` (the server's first
+    traffic: each user's first 4.2 and each Viewer's first 4.4 are built in it) and
+    :data:`MIX_SECOND` (the same traffic continued: answers built in the first window and not
+    touched by its writes are kept). Before the rounds, on each engine's copy: five SCIM users
+    to PATCH; on the first, the ceiling's answers."""
     admin = t.meta["main"]["admin_token"]
     flagadmins = [s for s in setups if s.kind == "flagadmin"]
     flags = mixed_targets(targets[f"{flagadmins[0].label}:work-main"])
@@ -833,10 +852,11 @@ def mixed(t: Traffic, setups: list[Setup], targets: dict[str, str]) -> dict:
         for setup in setups:
             target = targets.get(f"{setup.label}:work-main", "")
             load = mixed_load(t, flags, users_files.get(target) or next(iter(users_files.values())))
-            load.env["BENCH_TAG"] = f"{tag()}-{r}"
-            # each run starts with a token of its own; the script follows the 4.5s it sends
-            load.env["BENCH_SCIM_TOKEN"] = new_scim_token(target) if setup.kind == "flagadmin" else "ceiling"
-            case = Case("mixed", "main", [load], warm=[("GET", UI_CONFIG, admin)] * 2, work=True)
+            # each window starts with a SCIM token of its own (the script follows the 4.5s it
+            # sends, and the first window's 4.5s revoked the token it started with)
+            load.fresh_env = partial(mixed_window_env, setup, target, r)
+            second = replace(load, name=MIX_SECOND)
+            case = Case("mixed", "main", [load, second], warm=[("GET", UI_CONFIG, admin)] * 2, work=True)
             figures = t.measure(case, setup, target, saved)
             runs[setup.label].append(figures)
             show(r, t.args.rounds, "mixed", setup.label, figures)
