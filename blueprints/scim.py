@@ -43,6 +43,7 @@ from ..scim_protocol import (
 from ..store import Conflict, Unavailable, scim_tokens
 from ..web.database import connection
 from ..web.errors import TooManyRequestsError
+from ..web.operations import read_body
 from ..web.state import state
 
 log = logging.getLogger("flagadmin.scim")
@@ -108,7 +109,7 @@ def _body() -> dict[str, Any]:
     mimetype = request.mimetype
     if mimetype and not (mimetype.endswith("/json") or mimetype.endswith("+json")):
         raise scim_error(415, f"Send the body as JSON, with Content-Type: {MEDIA_TYPE}; it was {mimetype}.")
-    return parse_json(request.get_data(cache=False))
+    return parse_json(read_body())
 
 
 # --- authentication and dispatch ------------------------------------------------------------------

@@ -200,3 +200,42 @@ def test_dashboard__other_writes__answer_reused(client, alice, admin_token, monk
     # Then: computed once, the same bytes twice
     assert calls == [1]
     assert again == first
+
+
+# Every path that answers from a kept answer or a 304, and the write whose answer the
+# compression hook encodes: each representation varies on Accept-Encoding (RFC 9110 12.5.5),
+# so a shared cache never hands a gzip body to a client that did not ask for one.
+VARIED = [*CONDITIONAL, "/api/admin/addons/1/events?limit=100"]
+
+
+@pytest.mark.parametrize("path", VARIED)
+@pytest.mark.parametrize("coding", ["gzip", "identity"])
+def test_vary__every_answer_and_its_304__vary_accept_encoding(client, admin_token, alice, path, coding):
+    # Given: the log is the admin's to read, the other answers alice's
+    headers = {**auth(alice if path in CONDITIONAL else admin_token), "Accept-Encoding": coding}
+    first = client.get(path, headers=headers)
+    # When: the same request, then its revalidation where the operation is conditional
+    again = client.get(path, headers={**headers, "If-None-Match": first.headers.get("ETag", '"none"')})
+    # Then
+    assert first.status_code == 200
+    assert first.headers["Vary"] == "Accept-Encoding"
+    assert again.headers["Vary"] == "Accept-Encoding"
+    assert again.status_code == (304 if path in CONDITIONAL else 200)
+    if coding == "identity":
+        assert "Content-Encoding" not in first.headers
+
+
+def test_vary__written_answer__compressed_by_the_hook_when_large_and_accepted(client, admin_token):
+    # Given: a flag whose description makes its answer larger than the 1 KiB gzip bound
+    body = {"name": "vary-large", "type": "release", "description": "d" * 3000}
+    # When
+    created = client.post(
+        "/api/admin/projects/default/features",
+        headers={**auth(admin_token), "Accept-Encoding": "gzip"},
+        json=body,
+    )
+    # Then: the hook compressed it and said so
+    assert created.status_code == 201
+    assert created.headers["Content-Encoding"] == "gzip"
+    assert created.headers["Vary"] == "Accept-Encoding"
+    assert json.loads(gzip.decompress(created.get_data()))["description"] == "d" * 3000

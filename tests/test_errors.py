@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import sqlite3
 import uuid
 
@@ -132,3 +134,21 @@ def test_body__escaped_backslash_before_u0000__not_a_nul(client, admin_token):
         headers={**auth(admin_token), "Content-Type": "application/json"},
     )
     assert "NUL" not in response.get_data(as_text=True)
+
+
+def test_chunked_body_without_content_length__over_the_limit__413_and_nothing_created(client, admin_token):
+    """A body whose length is not announced (``Transfer-Encoding: chunked``, as a WSGI server
+    that does not buffer it passes it on) is still bounded while it is read."""
+    # Given: a flag create whose body is over the 64 KiB of the admin API
+    body = json.dumps({"name": "chunked-huge", "type": "release", "description": "x" * (80 * 1024)})
+    # When
+    response = client.post(
+        "/api/admin/projects/default/features",
+        headers={**auth(admin_token), "Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+        input_stream=io.BytesIO(body.encode()),
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+    # Then
+    assert_envelope(response, 413, "ContentTooLargeError")
+    found = client.get("/api/admin/projects/default/features/chunked-huge", headers=auth(admin_token))
+    assert found.status_code == 404

@@ -4,6 +4,8 @@ bodies get SCIM errors, never a 500, and leave nothing half-written."""
 
 from __future__ import annotations
 
+import io
+
 import orjson
 import pytest
 from scim_helpers import (
@@ -192,6 +194,21 @@ def test_create_user__body_over_the_limit__413_scim_error(scim, database):
     before = fingerprint(database)
     huge = orjson.dumps({**user_body("big"), "padding": "x" * (3 * 1024 * 1024)})
     assert_scim_error(raw(scim, "POST", "/Users", huge), 413)
+    assert fingerprint(database) == before
+
+
+def test_create_user__chunked_body_over_the_limit__413_scim_error(scim, database):
+    """A body of unannounced length (chunked, as a WSGI server that does not buffer it passes
+    it on) is refused once it goes past the limit, not cut short and parsed."""
+    before = fingerprint(database)
+    huge = orjson.dumps({**user_body("chunked"), "padding": "x" * (3 * 1024 * 1024)})
+    response = scim.client.post(
+        "/scim/v2/Users",
+        headers=scim.headers({"Content-Type": "application/scim+json", "Transfer-Encoding": "chunked"}),
+        input_stream=io.BytesIO(huge),
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+    assert_scim_error(response, 413)
     assert fingerprint(database) == before
 
 

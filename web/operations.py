@@ -27,7 +27,7 @@ from .cache import Answer
 from .database import connection
 from .errors import BadDataError
 from .fields import validation_messages
-from .headers import COMPRESSION
+from .headers import COMPRESSION, NegotiatedResponse
 from .jsonio import JSON_MIMETYPE, json_response
 
 #: Status -> description of every status but the success one an operation may answer.
@@ -141,7 +141,7 @@ def parse_body(schema: Schema) -> Any:
     """
     if request.mimetype != JSON_MIMETYPE and not request.mimetype.endswith("+json"):
         raise UnsupportedMediaType("Send the body as JSON, with Content-Type: application/json.")
-    raw = request.get_data(cache=False) or b"null"
+    raw = read_body() or b"null"
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -155,6 +155,22 @@ def parse_body(schema: Schema) -> Any:
     except ValidationError as exc:
         details = _at_most(MAX_DETAILS, validation_messages(exc))
         raise BadDataError("Invalid request body: " + "; ".join(details), details=details) from exc
+
+
+def read_body() -> bytes:
+    """The request's body, whole. A body of unannounced length (chunked, behind a WSGI server
+    that passes it on as it comes, without ``Content-Length``) is read up to the request's
+    limit (:func:`refuse_large_body`); one that goes on past the limit is refused rather than
+    cut short.
+
+    :raise RequestEntityTooLarge: the body is longer than the limit (413).
+    """
+    raw = request.get_data(cache=False)
+    limit = request.max_content_length
+    unannounced = request.content_length is None and limit is not None
+    if unannounced and len(raw) >= limit and request.environ["wsgi.input"].read(1):
+        raise RequestEntityTooLarge()
+    return raw
 
 
 def _holds_nul(value: Any) -> bool:
@@ -182,8 +198,9 @@ def if_none_match(etag: str) -> str | None:
 
 
 def not_modified(etag: str) -> Response:
-    """A 304 answer carrying ``etag``, with no body."""
-    response = Response(status=304)
+    """A 304 answer carrying ``etag``, with no body (varying on ``Accept-Encoding``, as the
+    200 it stands for)."""
+    response = NegotiatedResponse(status=304)
     response.set_etag(etag)
     return response
 
@@ -210,13 +227,12 @@ def answer_response(answer: Answer, status: int = 200) -> Response:
         if matched is not None:
             return not_modified(matched)
     if len(answer.body) >= GZIP_MIN_BYTES and accepts_gzip():
-        response = Response(answer.gzipped(), status=status, mimetype=JSON_MIMETYPE)
+        response = NegotiatedResponse(answer.gzipped(), status=status, mimetype=JSON_MIMETYPE)
         response.headers["Content-Encoding"] = "gzip"
-        response.headers["Vary"] = "Accept-Encoding"
         if answer.etag is not None:
             response.set_etag(f"{answer.etag}:gzip")
         return response
-    response = Response(answer.body, status=status, mimetype=JSON_MIMETYPE)
+    response = NegotiatedResponse(answer.body, status=status, mimetype=JSON_MIMETYPE)
     if answer.etag is not None:
         response.set_etag(answer.etag)
     return response
@@ -333,8 +349,13 @@ def refuse_large_body() -> None:
 
     The limit is ``MAX_CONTENT_LENGTH``, unless the view of the request carries its own
     ``max_content_length`` attribute (bytes; SCIM takes larger bodies than the admin API). It
-    also bounds the reading of a body sent without ``Content-Length``.
+    also bounds the reading of a body sent without ``Content-Length``. A request that has no
+    body (neither ``Content-Length`` nor ``Transfer-Encoding``, as most GETs) is let through at
+    once: there is nothing to bound.
     """
+    environ = request.environ
+    if "CONTENT_LENGTH" not in environ and "HTTP_TRANSFER_ENCODING" not in environ:
+        return
     view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
     limit = getattr(view, "max_content_length", None) or current_app.config["MAX_CONTENT_LENGTH"]
     request.max_content_length = limit
