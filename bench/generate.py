@@ -4,7 +4,9 @@ Reference size (``--scale 1.0``): 10,000 users, 1,000 projects, 100,000 flags (h
 two environments each), 20 favorites per user, 10 integrations with 1,000,000 integration
 events (600,000 of them in integration 1, so that offset 500,000 exists), and the caller
 ``heavy`` (root role Viewer, so visibility filtering is exercised) who is a member of 200
-projects and created 500 flags. Every count scales with ``--scale``.
+projects and created 500 flags. Every count scales with ``--scale``. The integrations keep
+their whole log (:data:`KEEP_ALL`), so that a server started on the database by hand does not
+delete the fixed data.
 
 Usage: ``python bench/generate.py --scale 1.0 --db bench/data/bench.db``. Writes the database
 and, next to it, ``<db stem>.json`` with an admin token, a personal token for ``heavy`` and the
@@ -233,6 +235,21 @@ def integration_rows():
         yield (n, "webhook", f"Webhook {n}", 1, events, "[]", "[]", params)
 
 
+#: Retention of each generated configuration's log (``integration_options``: events_keep,
+#: events_max_age): every row, for a century. The logs are fixed data spread over the 30 days
+#: before the build; with the instance's defaults (10,000 rows, 30 days), the first sweep of any
+#: server started on the database would delete most of them (procs.RETENTION sets the same for
+#: the servers the benchmarks start, for databases built before this).
+KEEP_ALL = (1_000_000_000, "P36500D")
+
+
+def integration_option_rows():
+    """flagadmin's options of the :data:`INTEGRATIONS` configurations: :data:`KEEP_ALL`, the
+    rest the instance's defaults (no creation time, the default deliveries in flight)."""
+    for n in range(1, INTEGRATIONS + 1):
+        yield (n, None, None, *KEEP_ALL)
+
+
 def integration_of(i: int) -> int:
     """Integration of the i-th event: 6 of every 10 go to integration 1, the rest round-robin."""
     j = i % 10
@@ -303,6 +320,7 @@ def build(path: Path, scale: float, seed: int = 42) -> dict:
         ("feature_environments", environment_rows(n_flags, now), 2 * n_flags),
         ("favorite_features", favorite_rows(rng, n_users, n_flags), n_users * FAVORITES_PER_USER),
         ("integrations", integration_rows(), INTEGRATIONS),
+        ("integration_options", integration_option_rows(), INTEGRATIONS),
         ("integration_events", event_rows(n_events, n_flags, projects, now, counts), n_events),
     )
     for table, rows, total in tables:

@@ -17,7 +17,8 @@ SERVER_CPU = "0"
 #: environment sets it: none. The generated logs are fixed data (600,000 events in integration
 #: 1 at reference size, spread over the 30 days before the build), and the default retention
 #: (10,000 rows, 30 days) would delete most of them at the first sweep of a server's delivery
-#: workers, and the rest as the database ages.
+#: workers, and the rest as the database ages. Databases built now carry the same on each
+#: generated configuration (generate.KEEP_ALL); this covers those built before.
 RETENTION = {
     "FLAGADMIN_INTEGRATION_EVENTS_KEEP": "1000000000",
     "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE": "P36500D",
