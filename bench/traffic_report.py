@@ -132,10 +132,14 @@ def _mixed(results: dict) -> list[str]:
         f"Reads {mixed['weights']} (percent of the reads; 4.1: {mixed['first_pages_percent']} % on the "
         f"first ten pages, the rest uniform over the log), one 4.5 every {mixed['token_every']} requests, "
         f"one write every {mixed['write_every']} (flag update, SCIM user PATCH, test delivery in turn), "
-        f"Accept-Encoding: gzip on every request. Each fresh server gets two windows of the same "
-        f"traffic, one after the other: the first is its first traffic (every user's first 4.2 and "
-        f"every Viewer's first 4.4 are built in it), the second keeps what the first built and its "
-        f"writes did not touch."
+        f"Accept-Encoding: gzip on every request."
+        + (
+            " Each fresh server gets two windows of the same traffic, one after the other: the first"
+            " is its first traffic (every user's first 4.2 and every Viewer's first 4.4 are built in"
+            " it), the second keeps what the first built and its writes did not touch."
+            if len(windows) > 1
+            else ""
+        )
         + (
             f" The ceilings answer {mixed['answers']:,} recorded answers"
             f" (median {mixed['body_bytes_median']:,.0f} bytes)."
