@@ -152,3 +152,18 @@ def test_chunked_body_without_content_length__over_the_limit__413_and_nothing_cr
     assert_envelope(response, 413, "ContentTooLargeError")
     found = client.get("/api/admin/projects/default/features/chunked-huge", headers=auth(admin_token))
     assert found.status_code == 404
+
+
+def test_chunked_body_without_content_length__under_the_limit__read_whole_and_created(client, admin_token):
+    # Given: a flag create of 60 KiB, just under the limit, its length not announced
+    body = json.dumps({"name": "chunked-fits", "type": "release", "description": "y" * (60 * 1024)})
+    # When
+    response = client.post(
+        "/api/admin/projects/default/features",
+        headers={**auth(admin_token), "Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+        input_stream=io.BytesIO(body.encode()),
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+    # Then: the whole body was read, nothing cut
+    assert response.status_code == 201
+    assert response.get_json()["description"] == "y" * (60 * 1024)
