@@ -24,6 +24,11 @@ def median(runs: list[dict], load: str, key: str) -> float:
 MIX_WINDOWS = ("mixed", "mixed, second window")
 
 
+def _windows(mixed: dict, setups) -> list[str]:
+    """The mixed case's windows (:data:`MIX_WINDOWS`) that every round of ``setups`` measured."""
+    return [w for w in MIX_WINDOWS if all(w in run for s in setups for run in mixed["runs"][s])]
+
+
 def figures(runs: list[dict], load: str) -> dict:
     """Medians of one load over rounds: req/s, p50 and p99 (ms); errors summed."""
     return {
@@ -124,7 +129,7 @@ def _mixed(results: dict) -> list[str]:
     if not mixed:
         return []
     setups = list(mixed["runs"])
-    windows = [w for w in MIX_WINDOWS if all(w in run for s in setups for run in mixed["runs"][s])]
+    windows = _windows(mixed, setups)
     lines = [
         "",
         "## Mixed case",
@@ -306,9 +311,7 @@ def verdicts(results: dict) -> list[tuple[str, bool | None, str]]:
         )
     mixed = results.get("mixed")
     if mixed:
-        for window in MIX_WINDOWS:
-            if not all(window in run for s in ("flagadmin", "flask") for run in mixed["runs"][s]):
-                continue
+        for window in _windows(mixed, ("flagadmin", "flask")):
             f, c = figures(mixed["runs"]["flagadmin"], window), figures(mixed["runs"]["flask"], window)
             r = f["rps"] / c["rps"]
             ok = r >= 0.5 and f["errors"] == 0

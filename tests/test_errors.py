@@ -136,18 +136,24 @@ def test_body__escaped_backslash_before_u0000__not_a_nul(client, admin_token):
     assert "NUL" not in response.get_data(as_text=True)
 
 
+def _create_flag_chunked(client, token: str, body: str):
+    """POST ``body`` as a flag create with ``Transfer-Encoding: chunked`` and no
+    ``Content-Length``, as a WSGI server that does not buffer the body passes it on."""
+    return client.post(
+        "/api/admin/projects/default/features",
+        headers={**auth(token), "Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+        input_stream=io.BytesIO(body.encode()),
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+
+
 def test_chunked_body_without_content_length__over_the_limit__413_and_nothing_created(client, admin_token):
     """A body whose length is not announced (``Transfer-Encoding: chunked``, as a WSGI server
     that does not buffer it passes it on) is still bounded while it is read."""
     # Given: a flag create whose body is over the 64 KiB of the admin API
     body = json.dumps({"name": "chunked-huge", "type": "release", "description": "x" * (80 * 1024)})
     # When
-    response = client.post(
-        "/api/admin/projects/default/features",
-        headers={**auth(admin_token), "Content-Type": "application/json", "Transfer-Encoding": "chunked"},
-        input_stream=io.BytesIO(body.encode()),
-        environ_overrides={"wsgi.input_terminated": True},
-    )
+    response = _create_flag_chunked(client, admin_token, body)
     # Then
     assert_envelope(response, 413, "ContentTooLargeError")
     found = client.get("/api/admin/projects/default/features/chunked-huge", headers=auth(admin_token))
@@ -158,12 +164,7 @@ def test_chunked_body_without_content_length__under_the_limit__read_whole_and_cr
     # Given: a flag create of 60 KiB, just under the limit, its length not announced
     body = json.dumps({"name": "chunked-fits", "type": "release", "description": "y" * (60 * 1024)})
     # When
-    response = client.post(
-        "/api/admin/projects/default/features",
-        headers={**auth(admin_token), "Content-Type": "application/json", "Transfer-Encoding": "chunked"},
-        input_stream=io.BytesIO(body.encode()),
-        environ_overrides={"wsgi.input_terminated": True},
-    )
+    response = _create_flag_chunked(client, admin_token, body)
     # Then: the whole body was read, nothing cut
     assert response.status_code == 201
     assert response.get_json()["description"] == "y" * (60 * 1024)
