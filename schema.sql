@@ -338,10 +338,14 @@ CREATE VIEW IF NOT EXISTS project_roles AS
 
 -- Every write here can change what 4.2 shows (admins, projects, memberCount, owners) and whom a
 -- token acts as (effective root role), so it moves both version counters; so does a change of
--- a user's active state (deactivation: its personal tokens stop working at once).
+-- a user's active state (deactivation: its personal tokens stop working at once). An update
+-- counts only when the value changed, not whenever the column is assigned: a SCIM PUT or PATCH
+-- writes every column of the user, and moving credentials_version for a new displayName would
+-- send every cached token back to the database (issue 13, schema version 6).
 CREATE TRIGGER IF NOT EXISTS directory_groups_insert_versions AFTER INSERT ON directory_groups
     BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
 CREATE TRIGGER IF NOT EXISTS directory_groups_update_versions AFTER UPDATE OF id, name_key ON directory_groups
+    WHEN OLD.id IS NOT NEW.id OR OLD.name_key IS NOT NEW.name_key
     BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
 CREATE TRIGGER IF NOT EXISTS directory_groups_delete_versions AFTER DELETE ON directory_groups
     BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
@@ -363,6 +367,7 @@ CREATE TRIGGER IF NOT EXISTS group_project_roles_delete_versions AFTER DELETE ON
     BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
 CREATE TRIGGER IF NOT EXISTS users_update_active_credentials_version
     AFTER UPDATE OF active, deleted_at ON users
+    WHEN OLD.active IS NOT NEW.active OR OLD.deleted_at IS NOT NEW.deleted_at
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
 
 -- ==== Version counters =======================================================================

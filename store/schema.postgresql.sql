@@ -504,7 +504,19 @@ END $$;
 CREATE TRIGGER directory_groups_update_versions AFTER UPDATE ON directory_groups
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION flagadmin_move_both_versions_if_group_key_changed();
+-- A user's active state or deletion counts when it changed (schema.sql: WHEN OLD.active IS NOT
+-- NEW.active ...), not whenever a SCIM write assigns it with the rest of the user: compared
+-- through the statement's transition tables (a change of id is users_credentials_version's).
+CREATE OR REPLACE FUNCTION flagadmin_move_credentials_version_if_user_state_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.id = n.id
+               WHERE o.active IS DISTINCT FROM n.active OR o.deleted_at IS DISTINCT FROM n.deleted_at) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'credentials_version';
+    END IF;
+    RETURN NULL;
+END $$;
 DROP TRIGGER IF EXISTS users_active_credentials_version ON users;
-CREATE TRIGGER users_active_credentials_version
-    AFTER UPDATE OF active, deleted_at ON users
-    FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_credentials_version();
+CREATE TRIGGER users_active_credentials_version AFTER UPDATE ON users
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_move_credentials_version_if_user_state_changed();

@@ -15,7 +15,7 @@ from pathlib import Path
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -76,6 +76,11 @@ MIGRATIONS: tuple[str, ...] = (
     "DROP INDEX IF EXISTS features_creator;"
     "DROP VIEW IF EXISTS direct_project_roles;"
     "DROP VIEW IF EXISTS granted_project_roles;",
+    # 5 -> 6: a user's active state and a group's key move the version counters only when their
+    # value changes, not whenever a SCIM write assigns them (issue 13); schema.sql creates the
+    # two triggers again with that condition.
+    "DROP TRIGGER IF EXISTS users_update_active_credentials_version;"
+    "DROP TRIGGER IF EXISTS directory_groups_update_versions;",
 )
 
 
@@ -91,6 +96,9 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     "",
     # 4 -> 5: as on SQLite, features_creator is made again with 4.2's columns.
     "DROP INDEX IF EXISTS features_creator;",
+    # 5 -> 6: the schema file replaces users_active_credentials_version with one that compares
+    # the rows' old and new state.
+    "",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts

@@ -207,6 +207,41 @@ def test_ensure_schema__version_2_database__data_version_becomes_content_version
     assert {k: int(v) for k, v in after.items()} == {"content_version": 42, "credentials_version": 1}
 
 
+def test_ensure_schema__version_5_database__state_triggers_count_real_changes_only(db_path):
+    """The real 5 -> 6 upgrade: a user's active state and a group's key move the version
+    counters when their value changes, not whenever a write assigns them (issue 13)."""
+    # Given: the demo database with version 5's two unconditional triggers
+    conn = sqlite3.connect(db_path)
+    conn.executescript(
+        "DROP TRIGGER users_update_active_credentials_version;"
+        "DROP TRIGGER directory_groups_update_versions;"
+        "CREATE TRIGGER users_update_active_credentials_version AFTER UPDATE OF active, deleted_at ON users"
+        " BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;"
+        "CREATE TRIGGER directory_groups_update_versions AFTER UPDATE OF id, name_key ON directory_groups"
+        " BEGIN UPDATE settings SET value = value + 1"
+        " WHERE key IN ('content_version', 'credentials_version'); END;"
+        "PRAGMA user_version = 5;"
+    )
+    conn.close()
+    # When
+    assert store_schema.ensure_schema(db_path) == 5
+    # Then
+    conn = sqlite3.connect(db_path)
+
+    def credentials() -> int:
+        return int(conn.execute("SELECT value FROM settings WHERE key = 'credentials_version'").fetchone()[0])
+
+    before = credentials()
+    conn.execute("UPDATE users SET active = active, deleted_at = deleted_at WHERE username = 'alice'")
+    unchanged = credentials()
+    conn.execute("UPDATE users SET active = 0 WHERE username = 'alice'")
+    deactivated = credentials()
+    conn.rollback()
+    conn.close()
+    assert pragma(db_path, "user_version") == CURRENT
+    assert (unchanged, deactivated) == (before, before + 1)
+
+
 def test_serve__newer_database__exits_nonzero_with_message_and_file_untouched(db_path):
     # Given: a database written by a newer flagadmin
     conn = sqlite3.connect(db_path)
