@@ -36,7 +36,9 @@ def test_scim_patch__display_name__credentials_version_stays__deactivation_moves
     assert client.get(UI_CONFIG, headers=auth(alice)).status_code == 200
     before = versions(db)
     # When: her identity provider renames her (the user's every column is written again)
-    response = scim.patch(f"/Users/{found['id']}", {"op": "replace", "path": "displayName", "value": "Alice A."})
+    response = scim.patch(
+        f"/Users/{found['id']}", {"op": "replace", "path": "displayName", "value": "Alice A."}
+    )
     assert response.status_code in (200, 204)
     # Then: who her token is did not change
     assert versions(db)["credentials_version"] == before["credentials_version"]
@@ -66,7 +68,9 @@ def test_scim_group__external_id_changed__versions_stay__renamed_both_move(scim,
     group = scim.create_group("Release managers", externalId="okta-1")
     before = versions(db)
     # When: only its externalId changes
-    response = scim.patch(f"/Groups/{group['id']}", {"op": "replace", "path": "externalId", "value": "okta-2"})
+    response = scim.patch(
+        f"/Groups/{group['id']}", {"op": "replace", "path": "externalId", "value": "okta-2"}
+    )
     assert response.status_code in (200, 204)
     # Then: nobody's role or 4.2 can change
     assert versions(db) == before
