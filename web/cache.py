@@ -12,15 +12,13 @@ too).
 from __future__ import annotations
 
 import contextlib
-import gzip
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from cachetools import LRUCache
-
-from .headers import COMPRESSION
+from isal import igzip
 
 V = TypeVar("V")
 
@@ -28,9 +26,12 @@ V = TypeVar("V")
 ENTRY_OVERHEAD = 200
 
 
-#: Level of the gzip made of an answer (once: it is kept with the answer): the level of every
-#: other compressed response (``web/headers.py``).
-GZIP_LEVEL = COMPRESSION["COMPRESS_LEVEL"]
+#: Level of the gzip made of an answer (once: it is kept with the answer), on ISA-L's scale of
+#: 0 to 3. ISA-L's igzip (through python-isal) at level 1 makes a 4.1 page of 83 KB in about
+#: 22 µs where zlib at level 1 (what flask-compress uses for the other responses,
+#: ``web/headers.py``) takes about 92 µs, and its output is no larger (3,136 bytes against
+#: 3,797); bench/RESULTS.md has the measurement.
+GZIP_LEVEL = 1
 
 
 @dataclass
@@ -53,10 +54,11 @@ class Answer:
         return len(self.body) + len(self.body) // 8
 
     def gzipped(self) -> bytes:
-        """The body gzipped (RFC 1952), made on first call and kept. Two threads may both make
-        it at once; the last one's is kept, and both are the same bytes."""
+        """The body gzipped (RFC 1952, one member, modification time 0), made by ISA-L's igzip
+        on first call and kept. Two threads may both make it at once; the last one's is kept,
+        and both are the same bytes."""
         if self.gzip is None:
-            self.gzip = gzip.compress(self.body, GZIP_LEVEL, mtime=0)
+            self.gzip = igzip.compress(self.body, GZIP_LEVEL, mtime=0)
         return self.gzip
 
 
