@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from scim_helpers import Scim, new_scim_token, user_body
 
+from flagadmin.store import schema as store_schema
+
 from helpers import auth
 
 UI_CONFIG = "/api/admin/ui-config"
@@ -81,3 +83,29 @@ def test_scim_group__external_id_changed__versions_stay__renamed_both_move(scim,
     assert response.status_code in (200, 204)
     after = versions(db)
     assert all(after[key] > before[key] for key in before)
+
+
+def test_upgrade_from_5__postgresql__user_state_trigger_compares_rows(engine, database, db):
+    """The real 5 -> 6 upgrade on PostgreSQL (SQLite's: tests/test_schema.py): the schema file
+    replaces version 5's trigger, which moved credentials_version whenever ``active`` was
+    assigned."""
+    if engine != "postgresql":
+        pytest.skip("needs --engine=postgresql (tests/test_schema.py upgrades a SQLite file)")
+    # Given: the database as version 5 left it
+    with db.write("settings"):
+        db.run("DROP TRIGGER users_active_credentials_version ON users")
+        db.run(
+            "CREATE TRIGGER users_active_credentials_version AFTER UPDATE OF active, deleted_at ON users"
+            " FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_credentials_version()"
+        )
+        db.run("UPDATE settings SET value = '5' WHERE key = 'schema_version'")
+    # When
+    assert store_schema.ensure_schema(database) == 5
+    # Then
+    before = versions(db)["credentials_version"]
+    with db.write("users"):
+        db.run("UPDATE users SET active = active, deleted_at = deleted_at WHERE username = 'alice'")
+    unchanged = versions(db)["credentials_version"]
+    with db.write("users"):
+        db.run("UPDATE users SET active = 0 WHERE username = 'alice'")
+    assert (unchanged, versions(db)["credentials_version"]) == (before, before + 1)
