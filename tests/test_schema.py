@@ -236,10 +236,20 @@ def test_ensure_schema__version_5_database__state_triggers_count_real_changes_on
     unchanged = credentials()
     conn.execute("UPDATE users SET active = 0 WHERE username = 'alice'")
     deactivated = credentials()
+    conn.execute(
+        "INSERT INTO directory_groups (display_name, name_key, created_at, last_modified)"
+        " VALUES ('Ops', 'ops', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+    )
+    group_before = credentials()
+    conn.execute("UPDATE directory_groups SET name_key = name_key, external_id = 'x' WHERE name_key = 'ops'")
+    group_unchanged = credentials()
+    conn.execute("UPDATE directory_groups SET name_key = 'ops team' WHERE name_key = 'ops'")
+    group_renamed = credentials()
     conn.rollback()
     conn.close()
     assert pragma(db_path, "user_version") == CURRENT
     assert (unchanged, deactivated) == (before, before + 1)
+    assert (group_unchanged, group_renamed) == (group_before, group_before + 1)
 
 
 def test_serve__newer_database__exits_nonzero_with_message_and_file_untouched(db_path):
