@@ -246,14 +246,14 @@ def retention_of(config: dict[str, Any], policy: Policy) -> tuple[int, float]:
 
 def record(
     conn: Connection, integration_id: int, attempted: Attempted, *, policy: Policy, clock: Clock
-) -> dict[str, Any] | None:
+) -> bytes | None:
     """Append an attempt's row to the integration's log and apply the log's retention, inside
-    the caller's write transaction. Return the row (as 4.1 serves it), or None when the
-    integration was deleted meanwhile."""
+    the caller's write transaction. Return the row's 4.1 item in its wire bytes (as 4.1 serves
+    it), or None when the integration was deleted meanwhile."""
     config = store_integrations.get(conn, integration_id)
     if config is None:
         return None
-    row = store_log.append(
+    item = store_log.append(
         conn,
         integration_id,
         created_at=clock.now_rfc3339(),
@@ -262,11 +262,11 @@ def record(
         event=attempted.event_json,
         details=orjson.dumps(attempted.details),
     )
-    if row is None:  # deleted by another process since it was read (PostgreSQL)
+    if item is None:  # deleted by another process since it was read (PostgreSQL)
         return None
     keep, max_age = retention_of(config, policy)
     store_log.prune(conn, integration_id, keep=keep, before=clock.now_rfc3339(timedelta(seconds=-max_age)))
-    return row
+    return item
 
 
 def disable_gone(conn: Connection, integration_id: int, clock: Clock) -> None:
@@ -316,9 +316,9 @@ def _first_named(names: list[str]) -> str | None:
 
 def send_test(
     conn: Connection, config: dict[str, Any], actor: events.Actor, *, policy: Policy, clock: Clock
-) -> dict[str, Any] | None:
+) -> bytes | None:
     """Send a sample event to ``config`` now, through the same path as real deliveries, and
-    record the attempt in its log; never retried. Return the log row (None: the integration
+    record the attempt in its log; never retried. Return the log row's 4.1 item (None: the integration
     was deleted meanwhile)."""
     event = sample_event(conn, config, actor, clock)
     attempted = attempt(

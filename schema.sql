@@ -120,16 +120,16 @@ CREATE TABLE IF NOT EXISTS integrations (
 -- The integration event log (spec 4.1). id is global and increasing (a later event has a
 -- higher id); seq numbers the events of one integration 1, 2, 3, ... without gaps, so that
 -- "offset k, newest first" is the row with seq = max(seq) - k: an index seek, whatever k.
--- event and details are compact JSON text, kept exactly as given.
+-- item is the row's 4.1 item in its wire bytes (spec 2.2: id, integrationId, createdAt, state,
+-- stateDetails, event, details as recorded), made once when the row is appended
+-- (store/integration_events.py), so that a page is a join of stored bytes (issue 13).
 CREATE TABLE IF NOT EXISTS integration_events (
     id             INTEGER PRIMARY KEY,
     integration_id INTEGER NOT NULL REFERENCES integrations (id),
     seq            INTEGER NOT NULL CHECK (seq > 0),
     created_at     TEXT NOT NULL,
     state          TEXT NOT NULL CHECK (state IN ('success', 'failed', 'successWithErrors')),
-    state_details  TEXT NOT NULL,
-    event          TEXT NOT NULL,
-    details        TEXT NOT NULL,
+    item           BLOB NOT NULL CHECK (typeof(item) = 'blob'),
     UNIQUE (integration_id, seq)
 );
 

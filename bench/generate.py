@@ -29,7 +29,7 @@ from pathlib import Path
 
 import orjson
 
-from flagadmin.store import connect, schema, tokens
+from flagadmin.store import connect, integration_events, schema, tokens
 
 #: Reference counts, multiplied by ``--scale``.
 USERS = 10_000
@@ -279,15 +279,22 @@ def event_rows(n_events: int, n_flags: int, projects: list[str], now, counts: di
         template["createdBy"] = f"user{1 + i % 97:05d}@example.com"
         event = orjson.dumps(template).decode()
         state, state_details, _ = states[i % 1000]
+        created_at = rfc3339(at)
         yield (
             i + 1,
             integration,
             counts[integration],
-            rfc3339(at),
+            created_at,
             state,
-            state_details,
-            event,
-            DETAILS_HEAD + event + DETAILS_TAIL,
+            integration_events.item(
+                i + 1,
+                integration,
+                created_at=created_at,
+                state=state,
+                state_details=state_details,
+                event=event,
+                details=DETAILS_HEAD + event + DETAILS_TAIL,
+            ),
         )
 
 

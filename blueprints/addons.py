@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import orjson
 from flask import Blueprint
 from marshmallow import RAISE, Schema, fields, validate
 
@@ -412,15 +411,13 @@ def test_addon(caller, conn, id: str):
             "which flagadmin does not deliver through; only webhook configurations can be tested."
         )
     app_state = state()
-    row = delivery.send_test(
+    item = delivery.send_test(
         conn,
         config,
         events.Actor.of_caller(caller),
         policy=delivery.Policy.from_settings(app_state.settings),
         clock=app_state.clock,
     )
-    if row is None:
+    if item is None:
         raise NotFoundError(f"Integration configuration {config['id']} was deleted during the test.")
-    row["event"] = orjson.Fragment(row["event"])
-    row["details"] = orjson.Fragment(row["details"])
-    return Answer(orjson.dumps(row))
+    return Answer(item)

@@ -5,7 +5,8 @@ appended by the delivery workers; retention that deletes the oldest rows first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+import orjson
 
 from .engine import Connection
 
@@ -36,49 +37,77 @@ def head(conn: Connection, integration_id: int) -> LogBounds | None:
     return None if row is None else LogBounds(row["head"], row["low"])
 
 
-#: A page of one integration's log, newest first, from a bound on ``seq``: each row as 4.1
-#: serves it, built by the database by concatenation. ``event`` and ``details`` are compact
-#: JSON text and go in as they are; the two free texts are quoted by the engine's JSON quoting
-#: (``json_quote`` on SQLite, ``to_json`` on PostgreSQL); ``created_at`` is RFC 3339 text and
-#: needs none. SQLite's comes out as bytes (``CAST AS BLOB``), PostgreSQL's as text.
-_PAGE = {
-    "sqlite": (
-        """SELECT CAST('{"id":"' || id || '","integrationId":' || integration_id"""
-        """ || ',"createdAt":"' || created_at || '","state":' || json_quote(state)"""
-        """ || ',"stateDetails":' || json_quote(state_details) || ',"event":' || event"""
-        """ || ',"details":' || details || '}' AS BLOB)"""
-        " FROM integration_events WHERE integration_id = ? AND seq <= ?"
-        " ORDER BY seq DESC LIMIT ?"
-    ),
-    "postgresql": (
-        """SELECT '{"id":"' || id || '","integrationId":' || integration_id"""
-        """ || ',"createdAt":"' || created_at || '","state":' || to_json(state)::text"""
-        """ || ',"stateDetails":' || to_json(state_details)::text || ',"event":' || event"""
-        """ || ',"details":' || details || '}'"""
-        " FROM integration_events WHERE integration_id = ? AND seq <= ?"
-        " ORDER BY seq DESC LIMIT ?"
-    ),
-}
+#: A page of one integration's log, newest first, from a bound on ``seq``: the stored items,
+#: as they are (``item`` holds each row's 4.1 item in its wire bytes, made when the row was
+#: appended), so the page is a join of stored bytes. Both engines store it as bytes (SQLite
+#: BLOB, PostgreSQL bytea) and return it as bytes.
+_PAGE = "SELECT item FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
 
 
 def page(conn: Connection, integration_id: int, top: int, limit: int, offset: int) -> list[bytes]:
     """Return up to ``limit`` events of one integration, newest first, skipping ``offset``,
-    as of head ``top`` (see :func:`head`), each as the JSON bytes of its 4.1 item:
-    ``{"id":"<id>","integrationId":<int>,"createdAt":"<RFC 3339>","state":"...",
-    "stateDetails":"...","event":{...},"details":{...}}``, ``event`` and ``details`` embedded
-    exactly as recorded.
+    as of head ``top`` (see :func:`head`), each as the JSON bytes of its 4.1 item (spec 2.2)
+    exactly as stored by :func:`append`: ``{"id":"<id>","integrationId":<int>,"createdAt":
+    "<RFC 3339>","state":"...","stateDetails":"...","event":{...},"details":{...}}``.
 
     The offset is turned into a bound on ``seq`` (the gap-free per-integration number), so the
     cost is one index seek of ``(integration_id, seq)`` whatever the offset, on both engines;
-    rows deleted by retention only make the oldest pages shorter. The rows are assembled by the
-    database: no per-field Python objects, no re-encoding.
+    rows deleted by retention only make the oldest pages shorter. Each row is one stored value:
+    nothing is assembled or encoded per request.
     """
     if offset >= top:
         return []
-    items = list(conn.values(_PAGE[conn.dialect], [integration_id, top - offset, limit]))
-    if conn.dialect == "postgresql":
-        return [item.encode() for item in items]
-    return items
+    return conn.column(_PAGE, [integration_id, top - offset, limit])
+
+
+def item(
+    row_id: int,
+    integration_id: int,
+    *,
+    created_at: str,
+    state: str,
+    state_details: str,
+    event: bytes | str,
+    details: bytes | str,
+) -> bytes:
+    """The wire bytes of one 4.1 item (spec 2.2), as :func:`page` serves it: ``id`` as a
+    decimal string, ``createdAt`` RFC 3339 text as given, the two free texts JSON-quoted,
+    ``event`` and ``details`` (compact JSON text or bytes) embedded exactly as given."""
+    if isinstance(event, str):
+        event = event.encode()
+    if isinstance(details, str):
+        details = details.encode()
+    return (
+        b'{"id":"%d","integrationId":%d,"createdAt":"%s","state":%s,"stateDetails":%s,"event":%s,"details":%s}'
+        % (
+            row_id,
+            integration_id,
+            created_at.encode(),
+            orjson.dumps(state),
+            orjson.dumps(state_details),
+            event,
+            details,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row to append to an integration's log: the fields of its 4.1 item but ``id`` (given
+    when it is appended). ``event`` and ``details`` are compact JSON text or bytes."""
+
+    integration_id: int
+    created_at: str
+    state: str
+    state_details: str
+    event: bytes | str
+    details: bytes | str
+
+
+_INSERT = (
+    "INSERT INTO integration_events (id, integration_id, seq, created_at, state, item)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 def append(
@@ -90,47 +119,72 @@ def append(
     state_details: str,
     event: bytes | str,
     details: bytes | str,
-) -> dict[str, Any] | None:
+) -> bytes | None:
     """Append one row at the head of an integration's log, inside the caller's write
-    transaction, so that ``seq`` = head + 1 is never taken twice and ids grow with ``seq``.
-    ``event`` and ``details`` are compact JSON text. Return the row as 4.1 serves it (``id``
-    a decimal string, ``event`` and ``details`` JSON text), or None when the integration no
-    longer exists.
+    transaction (:func:`append_many` with one entry). Return the row's 4.1 item in its wire
+    bytes (:func:`item`), or None when the integration no longer exists."""
+    entry = Entry(integration_id, created_at, state, state_details, event, details)
+    appended = append_many(conn, [entry])
+    return appended[0] if appended else None
 
-    On SQLite the write transaction is the database's one writer. On PostgreSQL the
-    integration's row is locked first (``FOR NO KEY UPDATE``, held to the commit): appends to
-    one log, from any process and whatever write lock their transaction took, queue there and
-    each reads the head its predecessor committed; a configuration deleted meanwhile (its
-    delete locks the row too) is found gone.
+
+def append_many(conn: Connection, entries: list[Entry]) -> list[bytes]:
+    """Append ``entries`` (oldest first) at the heads of their integrations' logs, inside the
+    caller's write transaction, so that each log's ``seq`` goes on from its head without a gap
+    and ids grow with ``seq``; each row stores its 4.1 item (:func:`item`), made here once.
+    Return the items appended, in order; the entries of an integration that no longer exists
+    (on PostgreSQL, deleted by another process) are left out.
+
+    On SQLite the write transaction is the database's one writer, and ids are one more than
+    the largest stored, as SQLite gives a rowid. On PostgreSQL each integration's row is locked
+    first (``FOR NO KEY UPDATE``, in id order, held to the commit): appends to one log, from
+    any process and whatever write lock their transaction took, queue there and each reads the
+    head its predecessor committed; ids come from the table's identity sequence, taken after
+    the lock, so they too grow with ``seq``.
     """
-    if isinstance(event, bytes):
-        event = event.decode()
-    if isinstance(details, bytes):
-        details = details.decode()
-    if conn.dialect == "postgresql":
-        held = conn.value("SELECT id FROM integrations WHERE id = ? FOR NO KEY UPDATE", [integration_id])
-        if held is None:
-            return None
-    seq = (
-        conn.value(
+    heads: dict[int, int] = {}
+    for integration_id in sorted({e.integration_id for e in entries}):
+        if conn.dialect == "postgresql":
+            held = conn.value("SELECT id FROM integrations WHERE id = ? FOR NO KEY UPDATE", [integration_id])
+            if held is None:
+                continue
+        heads[integration_id] = conn.value(
             "SELECT coalesce(max(seq), 0) FROM integration_events WHERE integration_id = ?", [integration_id]
         )
-        + 1
-    )
-    row_id = conn.insert(
-        "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details, event,"
-        " details) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [integration_id, seq, created_at, state, state_details, event, details],
-    )
-    return {
-        "id": str(row_id),
-        "integrationId": integration_id,
-        "createdAt": created_at,
-        "state": state,
-        "stateDetails": state_details,
-        "event": event,
-        "details": details,
-    }
+    kept = [e for e in entries if e.integration_id in heads]
+    if not kept:
+        return []
+    rows, items = [], []
+    for row_id, e in zip(_next_ids(conn, len(kept)), kept, strict=True):
+        heads[e.integration_id] += 1
+        wire = item(
+            row_id,
+            e.integration_id,
+            created_at=e.created_at,
+            state=e.state,
+            state_details=e.state_details,
+            event=e.event,
+            details=e.details,
+        )
+        rows.append((row_id, e.integration_id, heads[e.integration_id], e.created_at, e.state, wire))
+        items.append(wire)
+    if len(rows) == 1:
+        conn.run(_INSERT, rows[0])
+    else:
+        conn.run_many(_INSERT, rows)
+    return items
+
+
+def _next_ids(conn: Connection, count: int) -> list[int]:
+    """``count`` ids for new rows, increasing: on SQLite one more than the largest stored and
+    on (as SQLite would give them), on PostgreSQL from the identity sequence."""
+    if conn.dialect == "postgresql":
+        return conn.column(
+            "SELECT nextval(pg_get_serial_sequence('integration_events', 'id')) FROM generate_series(1, ?)",
+            [count],
+        )
+    top = conn.value("SELECT coalesce(max(id), 0) FROM integration_events")
+    return list(range(top + 1, top + 1 + count))
 
 
 #: Rows read per step when looking for the rows older than the retention age.

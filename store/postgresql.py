@@ -153,6 +153,10 @@ class PostgresConnection:
             for row in rows:
                 yield next(iter(row.values()))
 
+    def column(self, sql: str, params: Params = ()) -> list[Any]:
+        """Run a query of one column; return its values as a list."""
+        return [next(iter(row.values())) for row in self._execute(sql, params).fetchall()]
+
     def stream(self, sql: str, params: Params = ()) -> Iterator[Any]:
         """Run a query of one column; yield its values as the server sends them, a chunk of
         :data:`STREAM_CHUNK_ROWS` rows at a time (one row at a time with a libpq older than 17),

@@ -16,6 +16,7 @@ import orjson
 
 from ..timestamps import now_rfc3339
 from . import environments as store_environments
+from . import integration_events
 from .engine import Connection
 
 
@@ -155,38 +156,22 @@ def insert_integration_events(conn: Connection, events: list[dict[str, Any]]) ->
     """Append integration events in the given order (oldest first); call inside a transaction.
 
     Items: ``{integrationId, createdAt, state, stateDetails, event (dict), details (dict)}``.
-    On PostgreSQL each integration's row is locked first (``FOR NO KEY UPDATE``, by id), as
-    every append to a log does (``store.integration_events.append``), so that ``seq`` goes on
-    from the head no other writer is moving meanwhile.
+    They go through :func:`flagadmin.store.integration_events.append_many`, as every append to
+    a log does: ``seq`` goes on from each log's head, and each row stores its 4.1 item.
     """
-    if conn.dialect == "postgresql":
-        for integration in sorted({e["integrationId"] for e in events}):
-            conn.value("SELECT id FROM integrations WHERE id = ? FOR NO KEY UPDATE", [integration])
-    next_seq: dict[int, int] = {}
-    rows = []
-    for e in events:
-        integration = e["integrationId"]
-        if integration not in next_seq:
-            top = conn.value(
-                "SELECT max(seq) FROM integration_events WHERE integration_id = ?", [integration]
+    integration_events.append_many(
+        conn,
+        [
+            integration_events.Entry(
+                integration_id=e["integrationId"],
+                created_at=e["createdAt"],
+                state=e["state"],
+                state_details=e["stateDetails"],
+                event=orjson.dumps(e["event"]),
+                details=orjson.dumps(e["details"]),
             )
-            next_seq[integration] = (top or 0) + 1
-        rows.append(
-            (
-                integration,
-                next_seq[integration],
-                e["createdAt"],
-                e["state"],
-                e["stateDetails"],
-                _json(e["event"]),
-                _json(e["details"]),
-            )
-        )
-        next_seq[integration] += 1
-    conn.run_many(
-        "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details,"
-        " event, details) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        rows,
+            for e in events
+        ],
     )
 
 

@@ -219,6 +219,43 @@ def users_as_in_version_2(conn: sqlite3.Connection) -> None:
     )
 
 
+#: Statements that give the integration event log its schema version 6 shape (before issue 13
+#: stored each row's 4.1 item): ``state_details``, ``event`` and ``details`` as text, taken from
+#: the stored items, and no ``item``; by engine.
+LOG_AS_IN_VERSION_6 = {
+    "sqlite": [
+        "CREATE TABLE integration_events_v6 (id INTEGER PRIMARY KEY,"
+        " integration_id INTEGER NOT NULL REFERENCES integrations (id), seq INTEGER NOT NULL CHECK (seq > 0),"
+        " created_at TEXT NOT NULL,"
+        " state TEXT NOT NULL CHECK (state IN ('success', 'failed', 'successWithErrors')),"
+        " state_details TEXT NOT NULL, event TEXT NOT NULL, details TEXT NOT NULL,"
+        " UNIQUE (integration_id, seq))",
+        "INSERT INTO integration_events_v6 SELECT id, integration_id, seq, created_at, state,"
+        " json_extract(CAST(item AS TEXT), '$.stateDetails'), json_extract(CAST(item AS TEXT), '$.event'),"
+        " json_extract(CAST(item AS TEXT), '$.details') FROM integration_events",
+        "DROP TABLE integration_events",
+        "ALTER TABLE integration_events_v6 RENAME TO integration_events",
+    ],
+    "postgresql": [
+        "ALTER TABLE integration_events ADD COLUMN state_details TEXT, ADD COLUMN event TEXT,"
+        " ADD COLUMN details TEXT",
+        "UPDATE integration_events SET state_details = convert_from(item, 'UTF8')::json ->> 'stateDetails',"
+        " event = (convert_from(item, 'UTF8')::json -> 'event')::text,"
+        " details = (convert_from(item, 'UTF8')::json -> 'details')::text",
+        "ALTER TABLE integration_events DROP COLUMN item, ALTER COLUMN state_details SET NOT NULL,"
+        " ALTER COLUMN event SET NOT NULL, ALTER COLUMN details SET NOT NULL",
+    ],
+}
+
+
+def log_as_in_version_6(conn: sqlite3.Connection) -> None:
+    """Give a SQLite file's ``integration_events`` its schema version 6 shape
+    (:data:`LOG_AS_IN_VERSION_6`): what every file of version 6 or older has."""
+    for statement in LOG_AS_IN_VERSION_6["sqlite"]:
+        conn.execute(statement)
+    conn.commit()
+
+
 def fingerprint(path: str | Path) -> str:
     """SHA-256 of the database's contents: on SQLite its SQL dump (schema included), on
     PostgreSQL every row of every table in a fixed order. Equal fingerprints, equal contents."""

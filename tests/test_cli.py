@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
+import orjson
 import pytest
 from scim_helpers import Scim, new_scim_token, user_body
 
@@ -299,7 +300,7 @@ def test_seed__ids_given__later_users_integrations_and_log_rows_get_ids_after_th
     assert int(user.get_json()["id"]) == 501
     assert addon.status_code == 201, addon.get_json()
     assert addon.get_json()["id"] == 701
-    assert int(row["id"]) > seeded_log_id
+    assert int(orjson.loads(row)["id"]) > seeded_log_id
 
 
 def test_seed__text_with_nul__refused_naming_where_and_nothing_written(invoke, tmp_path):

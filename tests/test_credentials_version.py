@@ -13,7 +13,7 @@ from scim_helpers import Scim, new_scim_token, user_body
 
 from flagadmin.store import schema as store_schema
 
-from helpers import auth
+from helpers import LOG_AS_IN_VERSION_6, auth
 
 UI_CONFIG = "/api/admin/ui-config"
 
@@ -98,6 +98,8 @@ def test_upgrade_from_5__postgresql__user_state_trigger_compares_rows(engine, da
             "CREATE TRIGGER users_active_credentials_version AFTER UPDATE OF active, deleted_at ON users"
             " FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_credentials_version()"
         )
+        for statement in LOG_AS_IN_VERSION_6["postgresql"]:
+            db.run(statement)
         db.run("UPDATE settings SET value = '5' WHERE key = 'schema_version'")
     # When
     assert store_schema.ensure_schema(database) == 5

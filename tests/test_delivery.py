@@ -530,15 +530,11 @@ def test_sweep__backlog_larger_than_one_step__all_of_it_goes(client, admin_token
     from flagadmin.store import integration_events as store_log
 
     head = db.value("SELECT max(seq) FROM integration_events WHERE integration_id = 1")
-    first_id = db.value("SELECT max(id) FROM integration_events") + 1
     extra = 6_000
     assert extra > store_log.PRUNE_MAX_ROWS
+    entry = store_log.Entry(1, "2030-01-01T00:00:00.000Z", "success", "ok", "{}", "{}")
     with db.write():
-        db.run_many(
-            "INSERT INTO integration_events (id, integration_id, seq, created_at, state, state_details,"
-            " event, details) VALUES (?, 1, ?, '2030-01-01T00:00:00.000Z', 'success', 'ok', '{}', '{}')",
-            [(first_id + i, head + 1 + i) for i in range(extra)],
-        )
+        store_log.append_many(db, [entry] * extra)
     policy = dataclasses.replace(delivery.Policy.from_settings(Settings(**FAST)), keep=50)
     deleted = delivery.sweep(db, policy, ManualClock())
     kept = [

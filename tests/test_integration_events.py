@@ -5,9 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from flagadmin.seed_documents import demo_files
 from flagadmin.store import integration_events
 
-from helpers import auth
+from helpers import LOG_AS_IN_VERSION_6, auth
 
 PATH = "/api/admin/addons/{id}/events"
 
@@ -51,18 +52,20 @@ def test_events__small_page__starts_at_offset(client, admin_token):
 
 
 def test_events__event_object__kept_exactly_as_seeded(client, admin_token, db):
-    # Given: the newest stored event of integration 2, as loaded
-    import orjson
-
-    stored = db.one(
-        "SELECT event, details FROM integration_events WHERE integration_id = 2 ORDER BY id DESC LIMIT 1"
-    )
+    # Given: the newest event of integration 2 in the demo seed document, and its stored item
+    (demo,) = demo_files()
+    seeded = [e for e in orjson.loads(demo.read_bytes())["integrationEvents"] if e["integrationId"] == 2][-1]
+    stored = db.value("SELECT item FROM integration_events WHERE integration_id = 2 ORDER BY id DESC LIMIT 1")
     # When
-    item = events(client, admin_token, "?limit=1", integration=2).get_json()["integrationEvents"][0]
-    # Then
-    assert item["event"] == orjson.loads(stored["event"])
-    assert item["details"] == orjson.loads(stored["details"])
-    assert item["state"] == "successWithErrors"
+    response = events(client, admin_token, "?limit=1", integration=2)
+    item = response.get_json()["integrationEvents"][0]
+    # Then: the page is the stored item, byte for byte, and the item the seeded event
+    assert response.data == b'{"integrationEvents":[' + bytes(stored) + b"]}"
+    assert item["event"] == seeded["event"]
+    assert item["details"] == seeded["details"]
+    assert (item["createdAt"], item["stateDetails"]) == (seeded["createdAt"], seeded["stateDetails"])
+    assert item["state"] == "successWithErrors" == seeded["state"]
+    assert orjson.loads(stored)["id"] == item["id"]
 
 
 def test_events__all_three_states__in_integrations_one_and_two(client, admin_token):
@@ -203,16 +206,9 @@ def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
     """Issue 12: a page at any offset is one seek of the ``(integration_id, seq)`` index,
     read backwards, with no sort and no scan of the table, on SQLite and on PostgreSQL."""
     # Given: integration 1 with a long log, and the planner's statistics up to date
-    head = integration_events.head(db, 1).head
-    rows = [
-        (1, head + n, "2026-11-22T02:00:00.000Z", "success", "ok", '{"id":1}', "{}") for n in range(1, 5001)
-    ]
+    entry = integration_events.Entry(1, "2026-11-22T02:00:00.000Z", "success", "ok", '{"id":1}', "{}")
     with db.write():
-        db.run_many(
-            "INSERT INTO integration_events (integration_id, seq, created_at, state, state_details, event,"
-            " details) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        integration_events.append_many(db, [entry] * 5000)
     db.run("ANALYZE integration_events")
     top = integration_events.head(db, 1).head
     # When: the page at offset 4,000 is read, its statement recorded, then explained
@@ -235,3 +231,117 @@ def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
     ids = [int(orjson.loads(item)["id"]) for item in page]
     assert ids == sorted(ids, reverse=True)
     assert len(page) == 50
+
+
+#: The page query of schema version 6, which built each item by concatenation on every request.
+VERSION_6_PAGE = {
+    "sqlite": (
+        """SELECT CAST('{"id":"' || id || '","integrationId":' || integration_id"""
+        """ || ',"createdAt":"' || created_at || '","state":' || json_quote(state)"""
+        """ || ',"stateDetails":' || json_quote(state_details) || ',"event":' || event"""
+        """ || ',"details":' || details || '}' AS BLOB)"""
+        " FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
+    ),
+    "postgresql": (
+        """SELECT convert_to('{"id":"' || id || '","integrationId":' || integration_id"""
+        """ || ',"createdAt":"' || created_at || '","state":' || to_json(state)::text"""
+        """ || ',"stateDetails":' || to_json(state_details)::text || ',"event":' || event"""
+        """ || ',"details":' || details || '}', 'UTF8')"""
+        " FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
+    ),
+}
+
+
+def test_upgrade_from_6__every_page_keeps_its_bytes__items_stored(db, database, client, admin_token):
+    """The real 6 -> 7 upgrade, on either engine: the log's rows get their 4.1 item stored in
+    its wire bytes, made by the concatenation that version 6's page query ran on every request,
+    so each page is the same bytes before and after; event, details and state_details go, and
+    rows appended afterwards carry their item too."""
+    from flagadmin.store import schema as store_schema
+
+    # Given: the demo log, with a row whose free text needs JSON quoting, as version 6 kept it
+    with db.write():
+        integration_events.append(
+            db,
+            2,
+            created_at="2026-11-24T10:00:00.000Z",
+            state="failed",
+            state_details='HTTP 500: "oops"\nline two \\ \u00e9\u4e2d\u2028',
+            event='{"id":7,"type":"feature-created"}',
+            details='{"status":500}',
+        )
+        for statement in LOG_AS_IN_VERSION_6[db.dialect]:
+            db.run(statement)
+        if db.dialect == "sqlite":
+            db.run("PRAGMA user_version = 6")
+        else:
+            db.run("UPDATE settings SET value = '6' WHERE key = 'schema_version'")
+    bounds = {n: integration_events.head(db, n) for n in (1, 2)}
+    before = {
+        (n, offset): b",".join(
+            bytes(i) for i in db.column(VERSION_6_PAGE[db.dialect], [n, b.head - offset, 20])
+        )
+        for n, b in bounds.items()
+        for offset in (0, 20, 40)
+    }
+    # When
+    assert store_schema.ensure_schema(database) == 6
+    # Then
+    after = {
+        (n, offset): b",".join(integration_events.page(db, n, b.head, 20, offset))
+        for n, b in bounds.items()
+        for offset in (0, 20, 40)
+    }
+    assert after == before
+    assert all(after.values())
+    newest = orjson.loads(integration_events.page(db, 2, bounds[2].head, 1, 0)[0])
+    assert newest["stateDetails"] == 'HTTP 500: "oops"\nline two \\ \u00e9\u4e2d\u2028'
+    columns = (
+        [r["name"] for r in db.all("SELECT name FROM pragma_table_info('integration_events')")]
+        if db.dialect == "sqlite"
+        else list(
+            db.values(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'integration_events' ORDER BY ordinal_position"
+            )
+        )
+    )
+    assert columns == ["id", "integration_id", "seq", "created_at", "state", "item"]
+    with db.write():
+        item = integration_events.append(
+            db,
+            1,
+            created_at="2026-11-24T11:00:00.000Z",
+            state="success",
+            state_details="ok",
+            event="{}",
+            details="{}",
+        )
+    assert events(client, admin_token, "?limit=1").data == b'{"integrationEvents":[' + item + b"]}"
+
+
+def test_append__free_texts_need_quoting__item_is_json_of_the_values(db, client, admin_token):
+    """An item is made once, when its row is appended (spec 2.2): quotes, backslashes, control
+    characters and non-ASCII text in ``stateDetails`` come out as JSON of the same string, and
+    ``event`` and ``details`` exactly as recorded."""
+    # Given
+    text = 'say "hi"\\ \t\r\n\x01 \u00e9\u4e2d\U0001f600'
+    with db.write():
+        item = integration_events.append(
+            db,
+            1,
+            created_at="2026-11-24T12:00:00.000Z",
+            state="successWithErrors",
+            state_details=text,
+            event=b'{"id":9,"type":"feature-updated","data":{"k":"\\u00e9"}}',
+            details=b'{"body":"x"}',
+        )
+    # When
+    response = events(client, admin_token, "?limit=1")
+    # Then
+    assert response.data == b'{"integrationEvents":[' + item + b"]}"
+    (served,) = response.get_json()["integrationEvents"]
+    assert served["stateDetails"] == text
+    assert served["state"] == "successWithErrors"
+    assert b'"event":{"id":9,"type":"feature-updated","data":{"k":"\\u00e9"}}' in item
+    assert served["details"] == {"body": "x"}

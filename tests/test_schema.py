@@ -11,7 +11,7 @@ import pytest
 from flagadmin.store import connect
 from flagadmin.store import schema as store_schema
 
-from helpers import fingerprint, flagadmin, pragma, table_counts, users_as_in_version_2
+from helpers import fingerprint, flagadmin, log_as_in_version_6, pragma, table_counts, users_as_in_version_2
 
 
 def test_connect__every_connection__wal_and_durable_commits(db_path):
@@ -137,6 +137,7 @@ def test_ensure_schema__version_1_database__upgraded_to_version_counters_and_tri
     and the version rows and their triggers appear, in one transaction, data intact."""
     # Given: the demo database taken back to version 1's shape
     conn = sqlite3.connect(db_path)
+    log_as_in_version_6(conn)
     for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {trigger}")
     users_as_in_version_2(conn)
@@ -174,6 +175,7 @@ def test_ensure_schema__version_2_database__data_version_becomes_content_version
     triggers go, the new ones (content and credentials) count."""
     # Given: the demo database taken back to version 2's shape, its counter at 41
     conn = sqlite3.connect(db_path)
+    log_as_in_version_6(conn)
     for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {trigger}")
     users_as_in_version_2(conn)
@@ -212,6 +214,7 @@ def test_ensure_schema__version_5_database__state_triggers_count_real_changes_on
     counters when their value changes, not whenever a write assigns them (issue 13)."""
     # Given: the demo database with version 5's two unconditional triggers
     conn = sqlite3.connect(db_path)
+    log_as_in_version_6(conn)
     conn.executescript(
         "DROP TRIGGER users_update_active_credentials_version;"
         "DROP TRIGGER directory_groups_update_versions;"
@@ -275,6 +278,7 @@ def test_ensure_schema__version_3_database__content_version_triggers_narrowed(db
     does."""
     # Given: the database taken back to version 3's unconditional triggers
     conn = sqlite3.connect(db_path)
+    log_as_in_version_6(conn)
     for name, event, table in (
         ("users_insert", "INSERT", "users"),
         ("users_update", "UPDATE", "users"),
@@ -314,6 +318,7 @@ def test_ensure_schema__version_4_database__features_creator_covers_the_dashboar
     of a deactivated user."""
     # Given: the database taken back to version 4's indexes
     conn = sqlite3.connect(db_path)
+    log_as_in_version_6(conn)
     conn.execute("DROP INDEX features_creator")
     conn.execute("DROP INDEX features_name_listed")
     conn.execute("CREATE INDEX features_creator ON features (created_by_user_id, created_at)")

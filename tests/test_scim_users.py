@@ -19,7 +19,7 @@ from scim_helpers import (
 
 from flagadmin.store import schema as store_schema
 
-from helpers import auth, fingerprint, users_as_in_version_2
+from helpers import auth, fingerprint, log_as_in_version_6, users_as_in_version_2
 
 DASHBOARD = "/api/admin/personal-dashboard"
 
@@ -557,6 +557,7 @@ def test_upgrade__version_2_demo_database__users_keep_working_and_appear_in_scim
     for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {trigger}")
     users_as_in_version_2(conn)
+    log_as_in_version_6(conn)
     for table in ("group_project_roles", "group_root_roles", "directory_group_members", "directory_groups"):
         conn.execute(f"DROP TABLE {table}")
     conn.executescript(
@@ -592,6 +593,7 @@ def test_upgrade__version_2_database_with_usernames_differing_in_case__refused_f
     for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {trigger}")
     users_as_in_version_2(conn)
+    log_as_in_version_6(conn)
     conn.execute("DROP INDEX IF EXISTS users_username_ci")
     conn.execute("INSERT INTO users (id, username, root_role) VALUES (99, 'Alice', 'Viewer')")
     conn.executescript("PRAGMA user_version = 2;")
