@@ -22,6 +22,7 @@ from .store.postgresql import PostgresDatabase
 from .timestamps import SYSTEM_CLOCK
 from .web import database, errors, headers, operations
 from .web.access_log import AccessLog
+from .web.application import FlagadminFlask
 from .web.jsonio import OrjsonProvider
 from .web.state import AppState, Caches, install
 from .web.throttle import AuthFailureThrottle
@@ -56,7 +57,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     :raise flagadmin.store.schema.SchemaError: the database is newer than this code or unreadable.
     :raise flagadmin.config.SettingsError: a setting holds an unusable value.
     """
-    app = Flask(__name__)
+    app = FlagadminFlask(__name__)
 
     # 1. Configuration: defaults, then the caller's, then the settings of the environment.
     app.config.update(DATABASE=os.environ.get("FLAGADMIN_DATABASE", DEFAULT_DATABASE), **DEFAULTS)

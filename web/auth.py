@@ -17,7 +17,7 @@ from ..store import Connection, tokens
 from ..store.tokens import Caller
 from .database import versions
 from .errors import AuthenticationRequired, NoAccessError
-from .state import state
+from .state import AppState, state
 
 __all__ = ["Caller", "Permission", "authenticate", "bearer_token", "require"]
 
@@ -94,31 +94,14 @@ def authenticate(conn: Connection) -> Caller:
     :raise TooManyRequestsError: no valid token, and the address has failed too often lately.
     """
     app_state = state()
+    clock = app_state.clock
     try:
-        token = bearer_token(request.headers.get("Authorization"))
-        clock = app_state.clock
+        token = bearer_token(request.environ.get("HTTP_AUTHORIZATION"))
         version = versions().credentials
         key = tokens.digest(token)
-
-        def fresh(known: _KnownCaller) -> bool:
-            return known.credentials_version == version and (
-                known.expires is None or known.expires > clock.time()
-            )
-
-        def look_up() -> _KnownCaller:
-            caller = tokens.find_caller(conn, token, clock.now_rfc3339())
-            if caller is None:
-                raise AuthenticationRequired(
-                    "The API token in the Authorization header is unknown, revoked or expired. "
-                    + HOW_TO_AUTHENTICATE
-                )
-            now = clock.now_rfc3339()
-            if tokens.use_is_due(caller.last_used_at, now):
-                app_state.token_uses.record(caller.token_id, now)
-            due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
-            return _KnownCaller(caller, version, due, caller.expires_epoch)
-
-        known = app_state.caches.callers.get_or_build(key, look_up, fresh)
+        known = app_state.caches.callers.get(key)
+        if known is None or not _still_valid(known, version, clock.time()):
+            known = app_state.caches.callers.put(key, _look_up(conn, token, version, app_state))
     except AuthenticationRequired:
         app_state.throttle.failed(request.remote_addr or "-")
         raise
@@ -126,6 +109,30 @@ def authenticate(conn: Connection) -> Caller:
         known.touch_due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
         app_state.token_uses.record(known.caller.token_id, clock.now_rfc3339())
     return known.caller
+
+
+def _still_valid(known: _KnownCaller, credentials_version: int, now: float) -> bool:
+    """Whether a kept token still stands: found at the current credentials version, and its own
+    expiry (epoch seconds) not passed at ``now``."""
+    return known.credentials_version == credentials_version and (known.expires is None or known.expires > now)
+
+
+def _look_up(conn: Connection, token: str, credentials_version: int, app_state: AppState) -> _KnownCaller:
+    """Find ``token`` in the database (found valid: its use noted when due).
+
+    :raise AuthenticationRequired: the token is unknown, revoked or expired.
+    """
+    clock = app_state.clock
+    caller = tokens.find_caller(conn, token, clock.now_rfc3339())
+    if caller is None:
+        raise AuthenticationRequired(
+            "The API token in the Authorization header is unknown, revoked or expired. " + HOW_TO_AUTHENTICATE
+        )
+    now = clock.now_rfc3339()
+    if tokens.use_is_due(caller.last_used_at, now):
+        app_state.token_uses.record(caller.token_id, now)
+    due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
+    return _KnownCaller(caller, credentials_version, due, caller.expires_epoch)
 
 
 def require(caller: Caller, permission: Permission) -> None:

@@ -54,27 +54,28 @@ class NegotiatedResponse(Response):
 
 def _secure(response: Response) -> Response:
     if ADMIN_API.match(request.path):
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        if "Cache-Control" not in response.headers or response.status_code not in (200, 304):
-            response.headers["Cache-Control"] = NO_STORE
+        headers = response.headers
+        headers["X-Content-Type-Options"] = "nosniff"
+        if response.status_code not in (200, 304) or "Cache-Control" not in headers:
+            headers["Cache-Control"] = NO_STORE
     return response
 
 
 def init_app(app: Flask, cors_origins: tuple[str, ...]) -> None:
     """Add the caching and sniffing headers to ``app``'s admin API responses, gzip for large
     bodies, and CORS for ``cors_origins`` (none: no CORS headers at all)."""
-    app.after_request(_secure)
     for key, value in COMPRESSION.items():
         app.config.setdefault(key, value)
     app.config["COMPRESS_REGISTER"] = False
     compress = Compress(app)
 
     @app.after_request
-    def _compress(response: Response) -> Response:
-        """flask-compress's hook, for every response but a :class:`NegotiatedResponse`."""
-        if isinstance(response, NegotiatedResponse):
-            return response
-        return compress.after_request(response)
+    def _finish(response: Response) -> Response:
+        """flask-compress's hook (for every response but a :class:`NegotiatedResponse`), then
+        the caching and sniffing headers: one hook, so that Flask looks one up per request."""
+        if not isinstance(response, NegotiatedResponse):
+            response = compress.after_request(response)
+        return _secure(response)
 
     if cors_origins:
         CORS(app, resources={ADMIN_API: {"origins": list(cors_origins)}}, expose_headers=["Retry-After"])

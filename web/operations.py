@@ -120,14 +120,15 @@ def parse_query(schema: Schema) -> dict[str, Any]:
     :raise BadDataError: a parameter is repeated, unknown, malformed or out of range; the
         details name each parameter.
     """
-    repeated = [name for name in request.args if len(request.args.getlist(name)) > 1]
+    args = request.args
+    repeated = [name for name in args if len(args.getlist(name)) > 1]
     if repeated:
         raise BadDataError(
             f"Query parameter {repeated[0]} is given more than once; give it once.",
             details=_at_most(MAX_DETAILS, [f"{name}: given more than once" for name in repeated]),
         )
     try:
-        return schema.load(request.args.to_dict())
+        return schema.load(args.to_dict())
     except ValidationError as exc:
         details = _at_most(MAX_DETAILS, validation_messages(exc))
         raise BadDataError("Invalid query parameters: " + "; ".join(details), details=details) from exc
@@ -320,7 +321,8 @@ def operation(
             elif not isinstance(result, Response):
                 data = response.dump(result) if response is not None else result
                 result = json_response(data, status) if data is not None else Response(status=status)
-            result.headers.update(declaration.response_headers)
+            if declaration.response_headers:
+                result.headers.update(declaration.response_headers)
             if conditional and result.status_code in (200, 304):
                 result.headers["Cache-Control"] = REVALIDATE
             return result
