@@ -300,8 +300,15 @@ _resolver_lock = threading.Lock()
 def _resolve(host: str, port: int, timeout: float) -> list[tuple[int, tuple]]:
     """``(family, sockaddr)`` of every TCP address of ``host``, waiting at most ``timeout`` s.
 
+    A host that is an IP address literal is read in this thread (``AI_NUMERICHOST``: no
+    lookup, nothing to wait for); a name is resolved in the resolver's threads, so that a slow
+    DNS answer is cut at ``timeout``.
+
     :raise Unresolvable: no address, a resolver error, or no answer in time.
     """
+    if _is_ip_literal(host):
+        infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+        return _tcp_addresses(host, infos)
     global _resolver
     with _resolver_lock:
         if _resolver is None:
@@ -315,6 +322,24 @@ def _resolve(host: str, port: int, timeout: float) -> list[tuple[int, tuple]]:
         raise Unresolvable(f"resolving {host} took longer than {timeout:g} s") from exc
     except (OSError, UnicodeError, ValueError) as exc:
         raise Unresolvable(f"{host} does not resolve ({getattr(exc, 'strerror', None) or exc})") from exc
+    return _tcp_addresses(host, infos)
+
+
+def _is_ip_literal(host: str) -> bool:
+    """True when ``host`` is an IPv4 or IPv6 address written out (the URL's brackets taken
+    off already), not a name."""
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _tcp_addresses(host: str, infos: list) -> list[tuple[int, tuple]]:
+    """The distinct IPv4 and IPv6 ``(family, sockaddr)`` of ``getaddrinfo``'s answer.
+
+    :raise Unresolvable: there is none.
+    """
     found: list[tuple[int, tuple]] = []
     for family, _, _, _, sockaddr in infos:
         if family in (socket.AF_INET, socket.AF_INET6) and (family, sockaddr) not in found:

@@ -12,7 +12,7 @@ from ..store import personal_dashboard
 from ..web.auth import Permission
 from ..web.cache import Answer, SplicedAnswer
 from ..web.database import versions
-from ..web.operations import answer_response, if_none_match, not_modified, operation
+from ..web.operations import operation
 from ..web.state import state
 
 bp = Blueprint("personal_dashboard", __name__, url_prefix="/api/admin")
@@ -144,11 +144,4 @@ def get_personal_dashboard(caller, conn):
         parts, own, etag, valid_until = dashboard(conn, caller, now, version)
         return SplicedAnswer(parts, own, etag, valid_until=valid_until, version=version)
 
-    kept = state().caches.personal_dashboards.get_or_build(caller.user_id, build, fresh)
-    matched = if_none_match(kept.etag)
-    if matched is not None:
-        return not_modified(matched)
-    answer = kept.answer()
-    response = answer_response(answer)
-    kept.keep_gzip(answer)
-    return response
+    return state().caches.personal_dashboards.get_or_build(caller.user_id, build, fresh)

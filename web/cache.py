@@ -53,6 +53,11 @@ class Answer:
         """Bytes this answer holds, counting its gzip (about an eighth) whether made yet or not."""
         return len(self.body) + len(self.body) // 8
 
+    @property
+    def length(self) -> int:
+        """Bytes of the body."""
+        return len(self.body)
+
     def gzipped(self) -> bytes:
         """The body gzipped (RFC 1952, one member, modification time 0), made by ISA-L's igzip
         on first call and kept. Two threads may both make it at once; the last one's is kept,
@@ -70,8 +75,10 @@ class SplicedAnswer:
     part once. ``own`` is the bytes that are this answer's alone; the rest is counted by the
     cache that keeps the shared parts.
 
-    :meth:`answer` joins the parts into an :class:`Answer` for one response; its gzip, once
-    made, is kept here (:meth:`keep_gzip`), about an eighth of the whole.
+    It is served as an :class:`Answer` is (:func:`flagadmin.web.operations.answer_response`):
+    its :attr:`body` is the parts joined for that one response, and only when it is sent as it
+    is; its gzip, made from them once, is kept here (about an eighth of the whole) and sent
+    as it is, with no join.
     """
 
     parts: tuple[bytes, ...]
@@ -80,20 +87,27 @@ class SplicedAnswer:
     valid_until: str | None = None
     version: Any = None
     gzip: bytes | None = field(default=None, repr=False, compare=False)
+    #: Bytes of the whole body (the parts' lengths, added once).
+    length: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.length = sum(map(len, self.parts))
 
     @property
     def size(self) -> int:
         """Bytes counted for this answer: its own parts, and its gzip (made or to be made)."""
-        return self.own + sum(len(part) for part in self.parts) // 8
+        return self.own + self.length // 8
 
-    def answer(self) -> Answer:
-        """The whole answer, joined for one response (its gzip, if made, comes along)."""
-        return Answer(b"".join(self.parts), self.etag, self.valid_until, self.version, gzip=self.gzip)
+    @property
+    def body(self) -> bytes:
+        """The whole body: the parts, joined anew for each call."""
+        return b"".join(self.parts)
 
-    def keep_gzip(self, answer: Answer) -> None:
-        """Keep the gzip that a response made of :meth:`answer`'s result, for the next ones."""
-        if self.gzip is None and answer.gzip is not None:
-            self.gzip = answer.gzip
+    def gzipped(self) -> bytes:
+        """The body gzipped, as :meth:`Answer.gzipped` (made once, then kept)."""
+        if self.gzip is None:
+            self.gzip = igzip.compress(self.body, GZIP_LEVEL, mtime=0)
+        return self.gzip
 
 
 def _size(value: Any) -> int:

@@ -23,7 +23,7 @@ from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge, UnsupportedMediaType
 
 from .auth import Permission, authenticate, require
-from .cache import Answer
+from .cache import Answer, SplicedAnswer
 from .database import connection
 from .errors import BadDataError
 from .fields import validation_messages
@@ -218,7 +218,7 @@ def accepts_gzip() -> bool:
     return request.accept_encodings.quality("gzip") > 0
 
 
-def answer_response(answer: Answer, status: int = 200) -> Response:
+def answer_response(answer: Answer | SplicedAnswer, status: int = 200) -> Response:
     """The response of a ready :class:`Answer`: 304 when the request's ``If-None-Match``
     names its ETag, else its bytes (with its ETag), gzipped when the client accepts it and the
     body is large enough: the answer's own gzip, made once (``"<etag>:gzip"`` names that
@@ -227,7 +227,7 @@ def answer_response(answer: Answer, status: int = 200) -> Response:
         matched = if_none_match(answer.etag)
         if matched is not None:
             return not_modified(matched)
-    if len(answer.body) >= GZIP_MIN_BYTES and accepts_gzip():
+    if answer.length >= GZIP_MIN_BYTES and accepts_gzip():
         response = NegotiatedResponse(answer.gzipped(), status=status, mimetype=JSON_MIMETYPE)
         response.headers["Content-Encoding"] = "gzip"
         if answer.etag is not None:
@@ -277,7 +277,8 @@ def operation(
     the caller is authenticated (401) and holds ``permission`` (403), the query string has
     loaded with ``query`` and the body with ``body`` (400). It returns data, dumped with
     ``response`` into a ``status`` JSON response; an :class:`~flagadmin.web.cache.Answer`
-    (bytes computed once, with its ETag); or a ready :class:`flask.Response`. ``statuses``
+    or :class:`~flagadmin.web.cache.SplicedAnswer` (bytes computed once, with its ETag and
+    its gzip once made: :func:`answer_response`); or a ready :class:`flask.Response`. ``statuses``
     lists error statuses beyond those derived from the declaration (see :class:`Operation`).
 
     ``conditional=True``: the answer carries an ETag, ``If-None-Match`` is answered 304 before
@@ -316,7 +317,7 @@ def operation(
             if body is not None:
                 args["body"] = parse_body(body)
             result = view(caller, conn, **path_args, **args)
-            if isinstance(result, Answer):
+            if isinstance(result, Answer | SplicedAnswer):
                 result = answer_response(result, status)
             elif not isinstance(result, Response):
                 data = response.dump(result) if response is not None else result
