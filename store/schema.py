@@ -1,9 +1,10 @@
 """Creating the database from ``schema.sql`` and upgrading older schemas.
 
-Durability: the database runs in WAL mode with ``synchronous=FULL`` (see
-:class:`~flagadmin.store.engine.Connection`), so a transaction that has committed is on disk
-before the commit returns and survives a crash of the process or of the machine (power loss
-included, as far as the disk honours fsync).
+Durability: the database runs in WAL mode, and a write returns only once its commit is on disk
+(``synchronous=NORMAL`` plus the group commit of :class:`~flagadmin.store.engine.WalSync`: one
+``fdatasync`` of the WAL shared by the commits made meanwhile), so a committed transaction
+survives a crash of the process or of the machine (power loss included, as far as the disk
+honours fsync).
 """
 
 from __future__ import annotations
