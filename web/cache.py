@@ -34,6 +34,12 @@ ENTRY_OVERHEAD = 200
 GZIP_LEVEL = 1
 
 
+def gzipped(body: bytes) -> bytes:
+    """``body`` gzipped: RFC 1952, one member, modification time 0 (the same bytes every time),
+    by ISA-L's igzip at :data:`GZIP_LEVEL`."""
+    return igzip.compress(body, GZIP_LEVEL, mtime=0)
+
+
 @dataclass
 class Answer:
     """A response body computed once: its bytes, its ETag (or None) and, for answers that
@@ -59,11 +65,10 @@ class Answer:
         return len(self.body)
 
     def gzipped(self) -> bytes:
-        """The body gzipped (RFC 1952, one member, modification time 0), made by ISA-L's igzip
-        on first call and kept. Two threads may both make it at once; the last one's is kept,
-        and both are the same bytes."""
+        """The body gzipped (:func:`gzipped`), made on first call and kept. Two threads may
+        both make it at once; the last one's is kept, and both are the same bytes."""
         if self.gzip is None:
-            self.gzip = igzip.compress(self.body, GZIP_LEVEL, mtime=0)
+            self.gzip = gzipped(self.body)
         return self.gzip
 
 
@@ -106,7 +111,7 @@ class SplicedAnswer:
     def gzipped(self) -> bytes:
         """The body gzipped, as :meth:`Answer.gzipped` (made once, then kept)."""
         if self.gzip is None:
-            self.gzip = igzip.compress(self.body, GZIP_LEVEL, mtime=0)
+            self.gzip = gzipped(self.body)
         return self.gzip
 
 
