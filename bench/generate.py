@@ -288,12 +288,9 @@ def event_rows(n_events: int, n_flags: int, projects: list[str], now, counts: di
             state,
             integration_events.item(
                 i + 1,
-                integration,
-                created_at=created_at,
-                state=state,
-                state_details=state_details,
-                event=event,
-                details=DETAILS_HEAD + event + DETAILS_TAIL,
+                integration_events.Entry(
+                    integration, created_at, state, state_details, event, DETAILS_HEAD + event + DETAILS_TAIL
+                ),
             ),
         )
 

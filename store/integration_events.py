@@ -60,37 +60,6 @@ def page(conn: Connection, integration_id: int, top: int, limit: int, offset: in
     return conn.column(_PAGE, [integration_id, top - offset, limit])
 
 
-def item(
-    row_id: int,
-    integration_id: int,
-    *,
-    created_at: str,
-    state: str,
-    state_details: str,
-    event: bytes | str,
-    details: bytes | str,
-) -> bytes:
-    """The wire bytes of one 4.1 item (spec 2.2), as :func:`page` serves it: ``id`` as a
-    decimal string, ``createdAt`` RFC 3339 text as given, the two free texts JSON-quoted,
-    ``event`` and ``details`` (compact JSON text or bytes) embedded exactly as given."""
-    if isinstance(event, str):
-        event = event.encode()
-    if isinstance(details, str):
-        details = details.encode()
-    return (
-        b'{"id":"%d","integrationId":%d,"createdAt":"%s","state":%s,"stateDetails":%s,"event":%s,"details":%s}'
-        % (
-            row_id,
-            integration_id,
-            created_at.encode(),
-            orjson.dumps(state),
-            orjson.dumps(state_details),
-            event,
-            details,
-        )
-    )
-
-
 @dataclass(frozen=True)
 class Entry:
     """One row to append to an integration's log: the fields of its 4.1 item but ``id`` (given
@@ -102,6 +71,27 @@ class Entry:
     state_details: str
     event: bytes | str
     details: bytes | str
+
+
+def item(row_id: int, entry: Entry) -> bytes:
+    """The wire bytes of one 4.1 item (spec 2.2), as :func:`page` serves it: ``id`` (the row's
+    id) as a decimal string, ``createdAt`` RFC 3339 text as given, the two free texts
+    JSON-quoted, ``event`` and ``details`` (compact JSON text or bytes) embedded exactly as
+    given."""
+    event = entry.event.encode() if isinstance(entry.event, str) else entry.event
+    details = entry.details.encode() if isinstance(entry.details, str) else entry.details
+    return (
+        b'{"id":"%d","integrationId":%d,"createdAt":"%s","state":%s,"stateDetails":%s,"event":%s,"details":%s}'
+        % (
+            row_id,
+            entry.integration_id,
+            entry.created_at.encode(),
+            orjson.dumps(entry.state),
+            orjson.dumps(entry.state_details),
+            event,
+            details,
+        )
+    )
 
 
 _INSERT = (
@@ -157,15 +147,7 @@ def append_many(conn: Connection, entries: list[Entry]) -> list[bytes]:
     rows, items = [], []
     for row_id, e in zip(_next_ids(conn, len(kept)), kept, strict=True):
         heads[e.integration_id] += 1
-        wire = item(
-            row_id,
-            e.integration_id,
-            created_at=e.created_at,
-            state=e.state,
-            state_details=e.state_details,
-            event=e.event,
-            details=e.details,
-        )
+        wire = item(row_id, e)
         rows.append((row_id, e.integration_id, heads[e.integration_id], e.created_at, e.state, wire))
         items.append(wire)
     if len(rows) == 1:
