@@ -307,7 +307,10 @@ def _resolve(host: str, port: int, timeout: float) -> list[tuple[int, tuple]]:
     :raise Unresolvable: no address, a resolver error, or no answer in time.
     """
     if _is_ip_literal(host):
-        infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+        try:
+            infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+        except (OSError, UnicodeError, ValueError) as exc:  # e.g. a zone no interface has
+            raise _does_not_resolve(host, exc) from exc
         return _tcp_addresses(host, infos)
     global _resolver
     with _resolver_lock:
@@ -321,8 +324,13 @@ def _resolve(host: str, port: int, timeout: float) -> list[tuple[int, tuple]]:
     except concurrent.futures.TimeoutError as exc:
         raise Unresolvable(f"resolving {host} took longer than {timeout:g} s") from exc
     except (OSError, UnicodeError, ValueError) as exc:
-        raise Unresolvable(f"{host} does not resolve ({getattr(exc, 'strerror', None) or exc})") from exc
+        raise _does_not_resolve(host, exc) from exc
     return _tcp_addresses(host, infos)
+
+
+def _does_not_resolve(host: str, exc: BaseException) -> Unresolvable:
+    """The :class:`Unresolvable` of a lookup of ``host`` that failed with ``exc``."""
+    return Unresolvable(f"{host} does not resolve ({getattr(exc, 'strerror', None) or exc})")
 
 
 def _is_ip_literal(host: str) -> bool:

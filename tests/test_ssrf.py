@@ -124,6 +124,16 @@ def test_save__name_that_does_not_resolve__400(client, admin_token):
     assert "does not resolve" in response.get_json()["message"]
 
 
+@pytest.mark.parametrize("host", ["fe80::1%nosuchzone", "::1%nosuchzone", "192.0.2.1%x"])
+def test_addresses__ip_literal_the_system_cannot_read__unresolvable_like_a_name(host):
+    # Given: an address literal (read in the caller's thread, without the resolver) with a
+    # zone that no interface has; saved URLs cannot hold one, the guard still answers for it
+    guard = webhooks.AddressGuard(allow_private=True)
+    # When / Then: the error a name that does not resolve gets, not the system's own
+    with pytest.raises(webhooks.Unresolvable, match="does not resolve"):
+        guard.addresses(host, 80, timeout=1.0)
+
+
 def test_save__allowed_host__only_that_exact_name_passes(make_app, admin_token):
     # Given
     client = make_app(integrations_allowed_hosts=("127.0.0.1",)).test_client()
