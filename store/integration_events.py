@@ -150,16 +150,13 @@ def append_many(conn: Connection, entries: list[Entry]) -> list[bytes]:
         wire = item(row_id, e)
         rows.append((row_id, e.integration_id, heads[e.integration_id], e.created_at, e.state, wire))
         items.append(wire)
-    if len(rows) == 1:
-        conn.run(_INSERT, rows[0])
-    else:
-        conn.run_many(_INSERT, rows)
+    conn.run_many(_INSERT, rows)
     return items
 
 
 def _next_ids(conn: Connection, count: int) -> list[int]:
-    """``count`` ids for new rows, increasing: on SQLite one more than the largest stored and
-    on (as SQLite would give them), on PostgreSQL from the identity sequence."""
+    """``count`` ids for new rows, increasing: on SQLite the ones after the largest stored (as
+    SQLite gives a rowid), on PostgreSQL the identity sequence's next ones."""
     if conn.dialect == "postgresql":
         return conn.column(
             "SELECT nextval(pg_get_serial_sequence('integration_events', 'id')) FROM generate_series(1, ?)",
