@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
 import pytest
 
-from flagadmin.store import tokens
+from flagadmin.store import connect, tokens
 from flagadmin.timestamps import now_rfc3339
 from flagadmin.web.state import state
+from flagadmin.web.token_uses import TokenUses
 
 from helpers import auth, table_names
 
@@ -103,6 +105,30 @@ def test_token__uses__reads_stay_reads_and_one_batch_records_them_all(
     assert state(app).token_uses.flush() == 3
     assert all(db.value(last_used, [d]) is not None for d in digests)
     assert state(app).token_uses.flush() == 0
+
+
+def test_token__uses__flush_while_the_timer_writes__returns_only_once_written(database, db, admin_token):
+    """The flush at a stop must not return while the timer's batch is still being written: the
+    exit would kill that daemon thread and lose the batch (CI saw it on PostgreSQL, where
+    opening the connection takes a few milliseconds)."""
+    # Given: a batch the timer has taken and is writing, held while it opens its connection
+    token_id = db.value("SELECT id FROM api_tokens WHERE digest = ?", [tokens.digest(admin_token)])
+    opening, go_on = threading.Event(), threading.Event()
+
+    def open_connection():
+        opening.set()
+        go_on.wait(10)
+        return connect(database)
+
+    uses = TokenUses(open_connection, delay_s=0.01)
+    uses.record(token_id, now_rfc3339())
+    assert opening.wait(10)
+    # When: a flush is called meanwhile (the timer's write goes on 0.3 s later)
+    threading.Timer(0.3, go_on.set).start()
+    flushed = uses.flush()
+    # Then: it returned only once the timer's batch was committed (nothing left for it to write)
+    assert db.value("SELECT last_used_at FROM api_tokens WHERE id = ?", [token_id]) is not None
+    assert flushed == 0
 
 
 def test_token__revoked_while_remembered__401_on_the_next_request(client, db, admin_token):

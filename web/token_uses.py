@@ -37,7 +37,8 @@ class TokenUses:
         self._delay_s = delay_s
         self._pending: dict[int, str] = {}
         self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _pending and _timer, never held across a write
+        self._writing = threading.Lock()  # held by the one flush writing a batch
 
     def record(self, token_id: int, at: str) -> None:
         """Note that token ``token_id`` was used at ``at`` (a stored timestamp); it is written
@@ -54,13 +55,21 @@ class TokenUses:
     def flush(self) -> int:
         """Write every use noted so far, in one transaction; return how many tokens it named.
 
+        A flush waits for one already writing (the timer's): when it returns, every use noted
+        before it was called is committed, so the flush at a stop never leaves the timer's batch
+        half-written on a daemon thread the exit kills.
+
         Bookkeeping only: when the database cannot take the write (gone, unreachable, busy past
         its timeout), the batch is logged and dropped, and ``last_used_at`` stays older.
         """
-        with self._lock:
-            pending, self._pending, timer, self._timer = self._pending, {}, self._timer, None
-        if timer is not None and timer is not threading.current_thread():
-            timer.cancel()  # flushed early (by hand, or at a stop): its wait is over
+        with self._writing:
+            with self._lock:
+                pending, self._pending, timer, self._timer = self._pending, {}, self._timer, None
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()  # flushed early (by hand, or at a stop): its wait is over
+            return self._write(pending)
+
+    def _write(self, pending: dict[int, str]) -> int:
         if not pending:
             return 0
         try:
