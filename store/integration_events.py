@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from .engine import Connection
+from .engine import Connection, StoreError
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,27 @@ def head(conn: Connection, integration_id: int) -> LogBounds | None:
 #: A page of one integration's log, newest first, from a bound on ``seq``: the stored items,
 #: as they are (``item`` holds each row's 4.1 item in its wire bytes, made when the row was
 #: appended), so the page is a join of stored bytes. Both engines store it as bytes (SQLite
-#: BLOB, PostgreSQL bytea) and return it as bytes.
-_PAGE = "SELECT item FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
+#: BLOB, PostgreSQL bytea) and return it as bytes. On SQLite the bound is on ``log_key``, the
+#: table's rowid (:data:`LOG_KEY_SPAN`): the page is one backward range of the table itself.
+_PAGE = {
+    "sqlite": (
+        "SELECT item FROM integration_events WHERE log_key BETWEEN"
+        " (SELECT log_no FROM integration_logs WHERE integration_id = ?1) * 1099511627776 + 1 AND"
+        " (SELECT log_no FROM integration_logs WHERE integration_id = ?1) * 1099511627776 + ?2"
+        " ORDER BY log_key DESC LIMIT ?3"
+    ),
+    "postgresql": (
+        "SELECT item FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
+    ),
+}
+
+#: On SQLite, ``log_key`` (the log table's rowid) is ``log_no * LOG_KEY_SPAN + seq``, with
+#: ``log_no`` the integration's number in ``integration_logs`` (1 to :data:`MAX_LOG_NO`): one
+#: integration's rows are neighbours in the table, in ``seq`` order (schema.sql).
+LOG_KEY_SPAN = 2**40
+
+#: The largest log number: ``MAX_LOG_NO * LOG_KEY_SPAN + seq`` stays a signed 64-bit integer.
+MAX_LOG_NO = 2**23 - 1
 
 
 def page(conn: Connection, integration_id: int, top: int, limit: int, offset: int) -> list[bytes]:
@@ -51,13 +70,14 @@ def page(conn: Connection, integration_id: int, top: int, limit: int, offset: in
     "<RFC 3339>","state":"...","stateDetails":"...","event":{...},"details":{...}}``.
 
     The offset is turned into a bound on ``seq`` (the gap-free per-integration number), so the
-    cost is one index seek of ``(integration_id, seq)`` whatever the offset, on both engines;
-    rows deleted by retention only make the oldest pages shorter. Each row is one stored value:
-    nothing is assembled or encoded per request.
+    cost is one seek whatever the offset: on SQLite into the table itself, clustered by log
+    (``log_key``), on PostgreSQL into the ``(integration_id, seq)`` index; rows deleted by
+    retention only make the oldest pages shorter. Each row is one stored value: nothing is
+    assembled or encoded per request.
     """
     if offset >= top:
         return []
-    return conn.column(_PAGE, [integration_id, top - offset, limit])
+    return conn.column(_PAGE[conn.dialect], [integration_id, top - offset, limit])
 
 
 @dataclass(frozen=True)
@@ -94,10 +114,16 @@ def item(row_id: int, entry: Entry) -> bytes:
     )
 
 
-_INSERT = (
-    "INSERT INTO integration_events (id, integration_id, seq, created_at, state, item)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
-)
+_INSERT = {
+    "sqlite": (
+        "INSERT INTO integration_events (log_key, id, integration_id, seq, created_at, state, item)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    ),
+    "postgresql": (
+        "INSERT INTO integration_events (id, integration_id, seq, created_at, state, item)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
+    ),
+}
 
 
 def append(
@@ -125,16 +151,24 @@ def append_many(conn: Connection, entries: list[Entry]) -> list[bytes]:
     Return the items appended, in order; the entries of an integration that no longer exists
     (on PostgreSQL, deleted by another process) are left out.
 
-    On SQLite the write transaction is the database's one writer, and ids are one more than
-    the largest stored, as SQLite gives a rowid. On PostgreSQL each integration's row is locked
+    On SQLite the write transaction is the database's one writer, ids are one more than the
+    largest stored, and each row's ``log_key`` is its log's number (:func:`_log_no`, given at
+    the log's first row) times :data:`LOG_KEY_SPAN` plus its ``seq``. On PostgreSQL each integration's row is locked
     first (``FOR NO KEY UPDATE``, in id order, held to the commit): appends to one log, from
     any process and whatever write lock their transaction took, queue there and each reads the
     head its predecessor committed; ids come from the table's identity sequence, taken after
     the lock, so they too grow with ``seq``.
     """
+    sqlite = conn.dialect == "sqlite"
     heads: dict[int, int] = {}
+    bases: dict[int, int] = {}  # SQLite: each log's log_no * LOG_KEY_SPAN
     for integration_id in sorted({e.integration_id for e in entries}):
-        if conn.dialect == "postgresql":
+        if sqlite:
+            log_no = _log_no(conn, integration_id)
+            if log_no is None:
+                continue
+            bases[integration_id] = log_no * LOG_KEY_SPAN
+        else:
             held = conn.value("SELECT id FROM integrations WHERE id = ? FOR NO KEY UPDATE", [integration_id])
             if held is None:
                 continue
@@ -146,12 +180,56 @@ def append_many(conn: Connection, entries: list[Entry]) -> list[bytes]:
         return []
     rows, items = [], []
     for row_id, e in zip(_next_ids(conn, len(kept)), kept, strict=True):
-        heads[e.integration_id] += 1
+        seq = heads[e.integration_id] = heads[e.integration_id] + 1
         wire = item(row_id, e)
-        rows.append((row_id, e.integration_id, heads[e.integration_id], e.created_at, e.state, wire))
+        row = (row_id, e.integration_id, seq, e.created_at, e.state, wire)
+        rows.append((bases[e.integration_id] + seq, *row) if sqlite else row)
         items.append(wire)
-    conn.run_many(_INSERT, rows)
+    conn.run_many(_INSERT[conn.dialect], rows)
     return items
+
+
+def _log_no(conn: Connection, integration_id: int) -> int | None:
+    """SQLite: the log number of ``integration_id`` (``integration_logs``), given now if it has
+    none: one more than the largest given, or the lowest free one once that is
+    :data:`MAX_LOG_NO`. None when no integration has that id. Inside the write transaction of
+    the append (SQLite's one writer), so two appends never take the same number.
+
+    :raise StoreError: every log number is taken (2^23 - 1 integrations with a log at once).
+    """
+    log_no = conn.value("SELECT log_no FROM integration_logs WHERE integration_id = ?", [integration_id])
+    if log_no is not None:
+        return log_no
+    if conn.value("SELECT 1 FROM integrations WHERE id = ?", [integration_id]) is None:
+        return None
+    top = conn.value("SELECT coalesce(max(log_no), 0) FROM integration_logs")
+    log_no = top + 1 if top < MAX_LOG_NO else _lowest_free_log_no(conn)
+    conn.run("INSERT INTO integration_logs (integration_id, log_no) VALUES (?, ?)", [integration_id, log_no])
+    return log_no
+
+
+def _lowest_free_log_no(conn: Connection) -> int:
+    free = conn.value(
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM integration_logs WHERE log_no = 1) THEN 1"
+        " ELSE (SELECT min(l.log_no) + 1 FROM integration_logs l WHERE l.log_no < ? AND NOT EXISTS"
+        "  (SELECT 1 FROM integration_logs m WHERE m.log_no = l.log_no + 1)) END",
+        [MAX_LOG_NO],
+    )
+    if free is None:
+        raise StoreError(
+            f"every log number (1 to {MAX_LOG_NO}) is taken: delete integrations that are not used"
+        )
+    return free
+
+
+def delete_log(conn: Connection, integration_id: int) -> int:
+    """Delete the whole log of ``integration_id`` inside the caller's write transaction (its
+    configuration is being deleted), and on SQLite free its log number for another. Return how
+    many rows were deleted."""
+    deleted = conn.run("DELETE FROM integration_events WHERE integration_id = ?", [integration_id])
+    if conn.dialect == "sqlite":
+        conn.run("DELETE FROM integration_logs WHERE integration_id = ?", [integration_id])
+    return deleted
 
 
 def _next_ids(conn: Connection, count: int) -> list[int]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from . import integration_events
 from .engine import Connection
 
 _SELECT = (
@@ -172,6 +173,6 @@ def delete(conn: Connection, integration_id: int) -> bool:
             # lock it too, so they either finish before this delete or find it gone.
             conn.run("SELECT id FROM integrations WHERE id = ? FOR UPDATE", [integration_id])
         conn.run("DELETE FROM integration_deliveries WHERE integration_id = ?", [integration_id])
-        conn.run("DELETE FROM integration_events WHERE integration_id = ?", [integration_id])
+        integration_events.delete_log(conn, integration_id)
         conn.run("DELETE FROM integration_options WHERE integration_id = ?", [integration_id])
         return conn.run("DELETE FROM integrations WHERE id = ?", [integration_id]) == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -107,6 +107,34 @@ MIGRATIONS: tuple[str, ...] = (
     "PRAGMA legacy_alter_table = ON;"
     "ALTER TABLE integration_events_v7 RENAME TO integration_events;"
     "PRAGMA legacy_alter_table = OFF;",
+    # 7 -> 8: the log is clustered by integration (issue 13): each integration with log rows
+    # gets a log number (1, 2, 3, ... in id order), and the table is built again with its rowid
+    # log_key = log number * 2^40 + seq, rows inserted in that order. Same rows, same items.
+    "CREATE TABLE IF NOT EXISTS integration_logs ("
+    " integration_id INTEGER PRIMARY KEY REFERENCES integrations (id),"
+    " log_no INTEGER NOT NULL UNIQUE CHECK (log_no BETWEEN 1 AND 8388607));"
+    "DELETE FROM integration_logs;"
+    "INSERT INTO integration_logs (integration_id, log_no)"
+    " SELECT integration_id, row_number() OVER (ORDER BY integration_id)"
+    " FROM (SELECT DISTINCT integration_id FROM integration_events);"
+    "CREATE TABLE integration_events_v8 ("
+    " log_key INTEGER PRIMARY KEY,"
+    " id INTEGER NOT NULL UNIQUE,"
+    " integration_id INTEGER NOT NULL REFERENCES integrations (id),"
+    " seq INTEGER NOT NULL CHECK (seq BETWEEN 1 AND 1099511627775),"
+    " created_at TEXT NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('success', 'failed', 'successWithErrors')),"
+    " item BLOB NOT NULL CHECK (typeof(item) = 'blob'),"
+    " UNIQUE (integration_id, seq),"
+    " CHECK (log_key % 1099511627776 = seq));"
+    "INSERT INTO integration_events_v8 (log_key, id, integration_id, seq, created_at, state, item)"
+    " SELECT l.log_no * 1099511627776 + e.seq, e.id, e.integration_id, e.seq, e.created_at, e.state, e.item"
+    " FROM integration_events e JOIN integration_logs l ON l.integration_id = e.integration_id"
+    " ORDER BY 1;"
+    "DROP TABLE integration_events;"
+    "PRAGMA legacy_alter_table = ON;"
+    "ALTER TABLE integration_events_v8 RENAME TO integration_events;"
+    "PRAGMA legacy_alter_table = OFF;",
 )
 
 
@@ -134,6 +162,9 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     """ || ',"details":' || details || '}', 'UTF8');"""
     "ALTER TABLE integration_events ALTER COLUMN item SET NOT NULL,"
     " DROP COLUMN state_details, DROP COLUMN event, DROP COLUMN details;",
+    # 7 -> 8: nothing. The SQLite log is clustered by integration (log_key); PostgreSQL's heap
+    # keeps no order, and a page stays one backward scan of the (integration_id, seq) index.
+    "",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts

@@ -248,6 +248,23 @@ LOG_AS_IN_VERSION_6 = {
 }
 
 
+#: Statements that give a SQLite file's integration event log its schema version 7 shape
+#: (before issue 13 clustered it by integration): rowid ``id``, no ``log_key``, no
+#: ``integration_logs``. PostgreSQL's version 7 log is its version 8 log.
+LOG_AS_IN_VERSION_7 = [
+    "CREATE TABLE integration_events_v7 (id INTEGER PRIMARY KEY,"
+    " integration_id INTEGER NOT NULL REFERENCES integrations (id), seq INTEGER NOT NULL CHECK (seq > 0),"
+    " created_at TEXT NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('success', 'failed', 'successWithErrors')),"
+    " item BLOB NOT NULL CHECK (typeof(item) = 'blob'), UNIQUE (integration_id, seq))",
+    "INSERT INTO integration_events_v7 SELECT id, integration_id, seq, created_at, state, item"
+    " FROM integration_events ORDER BY id",
+    "DROP TABLE integration_events",
+    "DROP TABLE integration_logs",
+    "ALTER TABLE integration_events_v7 RENAME TO integration_events",
+]
+
+
 def log_as_in_version_6(conn: sqlite3.Connection) -> None:
     """Give a SQLite file's ``integration_events`` its schema version 6 shape
     (:data:`LOG_AS_IN_VERSION_6`): what every file of version 6 or older has."""

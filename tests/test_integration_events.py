@@ -8,7 +8,7 @@ import pytest
 from flagadmin.seed_documents import demo_files
 from flagadmin.store import integration_events
 
-from helpers import LOG_AS_IN_VERSION_6, auth
+from helpers import LOG_AS_IN_VERSION_6, LOG_AS_IN_VERSION_7, auth
 
 PATH = "/api/admin/addons/{id}/events"
 
@@ -203,8 +203,9 @@ def test_events__integration_id_up_to_2_to_the_63__served(
 
 
 def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
-    """Issue 12: a page at any offset is one seek of the ``(integration_id, seq)`` index,
-    read backwards, with no sort and no scan of the table, on SQLite and on PostgreSQL."""
+    """Issue 12: a page at any offset is one seek, read backwards, with no sort and no scan:
+    on PostgreSQL of the ``(integration_id, seq)`` index; on SQLite (issue 13, schema 8) of the
+    table itself, clustered by log, as one range of its rowid ``log_key``."""
     # Given: integration 1 with a long log, and the planner's statistics up to date
     entry = integration_events.Entry(1, "2026-11-22T02:00:00.000Z", "success", "ok", '{"id":1}', "{}")
     with db.write():
@@ -226,7 +227,7 @@ def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
     else:
         plan = "\n".join(row["detail"] for row in db.all(f"EXPLAIN QUERY PLAN {statement}"))
         # Then
-        assert "SEARCH integration_events USING INDEX" in plan and "seq<?" in plan, plan
+        assert "SEARCH integration_events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" in plan, plan
         assert "TEMP B-TREE" not in plan, plan
     ids = [int(orjson.loads(item)["id"]) for item in page]
     assert ids == sorted(ids, reverse=True)
@@ -306,7 +307,8 @@ def test_upgrade_from_6__every_page_keeps_its_bytes__items_stored(db, database, 
             )
         )
     )
-    assert columns == ["id", "integration_id", "seq", "created_at", "state", "item"]
+    clustered = ["log_key"] if db.dialect == "sqlite" else []  # schema 8, SQLite's clustered log
+    assert columns == [*clustered, "id", "integration_id", "seq", "created_at", "state", "item"]
     with db.write():
         item = integration_events.append(
             db,
@@ -345,3 +347,124 @@ def test_append__free_texts_need_quoting__item_is_json_of_the_values(db, client,
     assert served["state"] == "successWithErrors"
     assert b'"event":{"id":9,"type":"feature-updated","data":{"k":"\\u00e9"}}' in item
     assert served["details"] == {"body": "x"}
+
+
+def add_integration(db, integration_id: int) -> None:
+    """A webhook configuration with id ``integration_id`` and no log, as a seed may give it."""
+    with db.write("integrations"):
+        db.run(
+            "INSERT INTO integrations (id, provider, description, enabled, events, projects, environments,"
+            " parameters) VALUES (?, 'webhook', 'test', 1, '[]', '[]', '[]', '{}')",
+            [integration_id],
+        )
+
+
+def append_rows(db, integration_id: int, n: int) -> list[bytes]:
+    entry = integration_events.Entry(integration_id, "2026-11-25T01:00:00.000Z", "success", "ok", "{}", "{}")
+    with db.write("integration_events"):
+        return integration_events.append_many(db, [entry] * n)
+
+
+def test_log__integration_id_of_64_bits__paged_and_deleted_whole(db, client, admin_token):
+    """Issue 13, schema 8: the log is clustered by a small log number, not by the integration's
+    id, so a configuration whose id is the largest 64-bit value (a seed may give any id) has a
+    log like any other: appended, paged newest first at any offset, deleted with its
+    configuration."""
+    # Given
+    big = 2**63 - 1
+    add_integration(db, big)
+    items = append_rows(db, big, 120)
+    # When
+    first = events(client, admin_token, "?limit=50", integration=big)
+    deep = events(client, admin_token, "?limit=50&offset=100", integration=big)
+    # Then
+    assert first.status_code == deep.status_code == 200
+    assert first.data == b'{"integrationEvents":[' + b",".join(reversed(items[-50:])) + b"]}"
+    assert deep.data == b'{"integrationEvents":[' + b",".join(reversed(items[:20])) + b"]}"
+    assert events(client, admin_token, integration=1).get_json()["integrationEvents"][0]["integrationId"] == 1
+    # and deleting the configuration deletes its log (and frees its log number on SQLite)
+    assert client.delete(f"/api/admin/addons/{big}", headers=auth(admin_token)).status_code in (200, 202, 204)
+    assert db.value("SELECT count(*) FROM integration_events WHERE integration_id = ?", [big]) == 0
+    if db.dialect == "sqlite":
+        assert db.value("SELECT count(*) FROM integration_logs WHERE integration_id = ?", [big]) == 0
+
+
+def test_log_numbers__largest_taken__lowest_free_one_given(db_path, db, client, admin_token):
+    """SQLite, schema 8: log numbers go up by one, and once the largest (2^23 - 1) is taken, a
+    new log gets the lowest free number; its rows and pages are its own."""
+    # Given: the demo's logs (1 and 2), and a log holding the largest number
+    add_integration(db, 30)
+    add_integration(db, 31)
+    with db.write("integration_events"):
+        db.run(
+            "INSERT INTO integration_logs (integration_id, log_no) VALUES (30, ?)",
+            [integration_events.MAX_LOG_NO],
+        )
+    taken = set(db.values("SELECT log_no FROM integration_logs"))
+    # When: integration 31 logs its first rows
+    items = append_rows(db, 31, 3)
+    # Then
+    log_no = db.value("SELECT log_no FROM integration_logs WHERE integration_id = 31")
+    assert log_no == min(set(range(1, 10)) - taken)
+    assert db.value("SELECT min(log_key) FROM integration_events WHERE integration_id = 31") == (
+        log_no * integration_events.LOG_KEY_SPAN + 1
+    )
+    assert events(client, admin_token, integration=31).data == (
+        b'{"integrationEvents":[' + b",".join(reversed(items)) + b"]}"
+    )
+    assert append_rows(db, 999, 1) == []  # no such configuration: no row, no log number
+    assert db.value("SELECT count(*) FROM integration_logs WHERE integration_id = 999") == 0
+
+
+def test_upgrade_from_7__log_clustered_by_integration__every_page_keeps_its_bytes(db_path, db, database):
+    """The real 7 -> 8 upgrade (SQLite; on PostgreSQL it changes nothing): the log is built
+    again with each integration's rows together in seq order (rowid ``log_key``), every page
+    is the same bytes before and after, and appends go on from each log's head."""
+    from flagadmin.store import schema as store_schema
+
+    # Given: the demo log interleaved with a third integration's, as version 7 kept it
+    add_integration(db, 7)
+    for _ in range(3):
+        append_rows(db, 7, 30)
+        append_rows(db, 1, 10)
+    with db.write():
+        for statement in LOG_AS_IN_VERSION_7:
+            db.run(statement)
+        db.run("PRAGMA user_version = 7")
+    bounds = {n: integration_events.head(db, n) for n in (1, 2, 7)}
+    version_7_page = (
+        "SELECT item FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
+    )
+    before = {
+        (n, offset): db.column(version_7_page, [n, b.head - offset, 25])
+        for n, b in bounds.items()
+        for offset in (0, 25, 60)
+    }
+    # When
+    assert store_schema.ensure_schema(database) == 7
+    # Then
+    after = {
+        (n, offset): integration_events.page(db, n, b.head, 25, offset)
+        for n, b in bounds.items()
+        for offset in (0, 25, 60)
+    }
+    assert after == before
+    assert all(after[(n, 0)] for n in bounds) and after[(1, 60)] and after[(7, 60)]
+    numbers = {
+        r["integration_id"]: r["log_no"]
+        for r in db.all("SELECT integration_id, log_no FROM integration_logs")
+    }
+    logged = set(db.values("SELECT DISTINCT integration_id FROM integration_events"))
+    assert set(numbers) == logged and {1, 2, 7} <= logged
+    assert sorted(numbers.values()) == list(range(1, len(numbers) + 1))
+    rows = db.all("SELECT log_key, integration_id, seq FROM integration_events ORDER BY log_key")
+    assert [(r["integration_id"], r["seq"]) for r in rows] == sorted(
+        (r["integration_id"], r["seq"]) for r in rows
+    )
+    assert all(
+        r["log_key"] == numbers[r["integration_id"]] * integration_events.LOG_KEY_SPAN + r["seq"]
+        for r in rows
+    )
+    appended = append_rows(db, 7, 1)
+    assert orjson.loads(appended[0])["id"] == str(db.value("SELECT max(id) FROM integration_events"))
+    assert db.value("SELECT max(seq) FROM integration_events WHERE integration_id = 7") == bounds[7].head + 1
