@@ -259,7 +259,9 @@ def integration_of(i: int) -> int:
 
 
 def event_rows(n_events: int, n_flags: int, projects: list[str], now, counts: dict[int, int]):
-    """Integration events, oldest first, over the last 30 days; fills ``counts`` per integration."""
+    """Integration events, oldest first (ids interleaved across integrations, as deliveries
+    append them), over the last 30 days; fills ``counts`` per integration. Each row starts with
+    its ``log_key`` (the log number of integration n is n, see ``integration_logs``)."""
     start = now - timedelta(days=30)
     step_ms = 30 * 86_400_000 // max(n_events, 1)
     template = dict(EVENT_TEMPLATE)
@@ -281,6 +283,7 @@ def event_rows(n_events: int, n_flags: int, projects: list[str], now, counts: di
         state, state_details, _ = states[i % 1000]
         created_at = rfc3339(at)
         yield (
+            integration * integration_events.LOG_KEY_SPAN + counts[integration],  # log_no = integration id
             i + 1,
             integration,
             counts[integration],
@@ -325,6 +328,7 @@ def build(path: Path, scale: float, seed: int = 42) -> dict:
         ("favorite_features", favorite_rows(rng, n_users, n_flags), n_users * FAVORITES_PER_USER),
         ("integrations", integration_rows(), INTEGRATIONS),
         ("integration_options", integration_option_rows(), INTEGRATIONS),
+        ("integration_logs", [(n, n) for n in range(1, INTEGRATIONS + 1)], INTEGRATIONS),
         ("integration_events", event_rows(n_events, n_flags, projects, now, counts), n_events),
     )
     for table, rows, total in tables:
