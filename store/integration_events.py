@@ -153,11 +153,11 @@ def append_many(conn: Connection, entries: list[Entry]) -> list[bytes]:
 
     On SQLite the write transaction is the database's one writer, ids are one more than the
     largest stored, and each row's ``log_key`` is its log's number (:func:`_log_no`, given at
-    the log's first row) times :data:`LOG_KEY_SPAN` plus its ``seq``. On PostgreSQL each integration's row is locked
-    first (``FOR NO KEY UPDATE``, in id order, held to the commit): appends to one log, from
-    any process and whatever write lock their transaction took, queue there and each reads the
-    head its predecessor committed; ids come from the table's identity sequence, taken after
-    the lock, so they too grow with ``seq``.
+    the log's first row) times :data:`LOG_KEY_SPAN` plus its ``seq``. On PostgreSQL each
+    integration's row is locked first (``FOR NO KEY UPDATE``, in id order, held to the
+    commit): appends to one log, from any process and whatever write lock their transaction
+    took, queue there and each reads the head its predecessor committed; ids come from the
+    table's identity sequence, taken after the lock, so they too grow with ``seq``.
     """
     sqlite = conn.dialect == "sqlite"
     heads: dict[int, int] = {}
