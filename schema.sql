@@ -128,10 +128,10 @@ CREATE TABLE IF NOT EXISTS integrations (
 -- number (integration_logs) times 2^40 plus seq, so one integration's rows lie together in seq
 -- order and a page is one range of the table's own b-tree (about 25 neighbouring pages for 50
 -- rows of 1.7 KB), not 50 lookups scattered among every other integration's rows. log numbers
--- are small (1 to 2^23 - 1, reused once their log is deleted) whatever the integration's id,
--- which seeds may set to any 64-bit value; seq stays below 2^40 (a million events a day for
--- three thousand years). The (integration_id, seq) index serves the head, retention, deletes and
--- the foreign key; id's index serves the next id.
+-- are small (1 to 2^23 - 1; a deleted log frees its number, given again once the largest is
+-- taken) whatever the integration's id, which seeds may set to any 64-bit value; seq stays
+-- below 2^40 (a million events a day for three thousand years). The (integration_id, seq)
+-- index serves the head, retention, deletes and the foreign key; id's index the next id.
 CREATE TABLE IF NOT EXISTS integration_logs (
     integration_id INTEGER PRIMARY KEY REFERENCES integrations (id),
     log_no         INTEGER NOT NULL UNIQUE CHECK (log_no BETWEEN 1 AND 8388607)

@@ -37,6 +37,14 @@ def head(conn: Connection, integration_id: int) -> LogBounds | None:
     return None if row is None else LogBounds(row["head"], row["low"])
 
 
+#: On SQLite, ``log_key`` (the log table's rowid) is ``log_no * LOG_KEY_SPAN + seq``, with
+#: ``log_no`` the integration's number in ``integration_logs`` (1 to :data:`MAX_LOG_NO`): one
+#: integration's rows are neighbours in the table, in ``seq`` order (schema.sql).
+LOG_KEY_SPAN = 2**40
+
+#: The largest log number: ``MAX_LOG_NO * LOG_KEY_SPAN + seq`` stays a signed 64-bit integer.
+MAX_LOG_NO = 2**23 - 1
+
 #: A page of one integration's log, newest first, from a bound on ``seq``: the stored items,
 #: as they are (``item`` holds each row's 4.1 item in its wire bytes, made when the row was
 #: appended), so the page is a join of stored bytes. Both engines store it as bytes (SQLite
@@ -45,22 +53,14 @@ def head(conn: Connection, integration_id: int) -> LogBounds | None:
 _PAGE = {
     "sqlite": (
         "SELECT item FROM integration_events WHERE log_key BETWEEN"
-        " (SELECT log_no FROM integration_logs WHERE integration_id = ?1) * 1099511627776 + 1 AND"
-        " (SELECT log_no FROM integration_logs WHERE integration_id = ?1) * 1099511627776 + ?2"
+        f" (SELECT log_no FROM integration_logs WHERE integration_id = ?1) * {LOG_KEY_SPAN} + 1 AND"
+        f" (SELECT log_no FROM integration_logs WHERE integration_id = ?1) * {LOG_KEY_SPAN} + ?2"
         " ORDER BY log_key DESC LIMIT ?3"
     ),
     "postgresql": (
         "SELECT item FROM integration_events WHERE integration_id = ? AND seq <= ? ORDER BY seq DESC LIMIT ?"
     ),
 }
-
-#: On SQLite, ``log_key`` (the log table's rowid) is ``log_no * LOG_KEY_SPAN + seq``, with
-#: ``log_no`` the integration's number in ``integration_logs`` (1 to :data:`MAX_LOG_NO`): one
-#: integration's rows are neighbours in the table, in ``seq`` order (schema.sql).
-LOG_KEY_SPAN = 2**40
-
-#: The largest log number: ``MAX_LOG_NO * LOG_KEY_SPAN + seq`` stays a signed 64-bit integer.
-MAX_LOG_NO = 2**23 - 1
 
 
 def page(conn: Connection, integration_id: int, top: int, limit: int, offset: int) -> list[bytes]:
