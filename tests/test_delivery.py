@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -50,6 +51,23 @@ def receiver():
     started = Receiver()
     yield started
     started.close()
+
+
+def test_receiver__sender_gone_before_the_body__request_not_recorded(receiver):
+    """The test receiver is as strict as a real one: a request whose sender went away after
+    the headers (a SIGKILLed server writes headers and body apart) is not a delivery, so the
+    at-least-once tests never read a cut body as one."""
+    # Given: a sender that writes the headers and part of the body, then closes
+    with socket.create_connection(("127.0.0.1", receiver.port)) as cut:
+        cut.sendall(b'POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n{"id"')
+    # When: a whole request follows
+    with socket.create_connection(("127.0.0.1", receiver.port)) as whole:
+        whole.sendall(b'POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n{"id":1}')
+        whole.recv(100)
+    # Then: only the whole one was received
+    assert [r.json() for r in receiver.wait_for(1)] == [{"id": 1}]
+    time.sleep(0.2)
+    assert receiver.count() == 1
 
 
 @pytest.fixture
