@@ -43,7 +43,7 @@ from ..scim_protocol import (
 from ..store import Conflict, Unavailable, scim_tokens
 from ..web.database import connection
 from ..web.errors import TooManyRequestsError
-from ..web.operations import read_body
+from ..web.operations import query_pairs, read_body
 from ..web.state import state
 
 log = logging.getLogger("flagadmin.scim")
@@ -95,8 +95,11 @@ def _site() -> directory.Site:
 
 
 def _args() -> dict[str, str]:
-    """The query parameters, each given at most once (the last one wins)."""
-    return request.args.to_dict()
+    """The query parameters by name; of a name given more than once, the first value."""
+    args: dict[str, str] = {}
+    for name, value in query_pairs():
+        args.setdefault(name, value)
+    return args
 
 
 def _body() -> dict[str, Any]:

@@ -107,6 +107,26 @@ def test_events__bad_parameter__400_naming_it(client, admin_token, assert_valid,
     assert body["details"] and all(parameter in d["message"] for d in body["details"])
 
 
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [("limit=\xff", "limit"), ("offset=1\xc3", "offset"), ("\xff=1", "Unknown field")],
+    ids=["raw-ff-value", "cut-utf8-value", "raw-ff-name"],
+)
+def test_events__raw_bytes_not_utf8_in_the_query__400_naming_the_parameter(
+    client, admin_token, assert_valid, query, said
+):
+    """Waitress refuses such a request line itself (tests/test_hostile.py); another WSGI server
+    may pass the bytes on (PEP 3333: one character per byte). They stay percent-encoded in
+    the parameter's text, which then fails validation: 400, not a failed decoding's 500."""
+    response = client.get(
+        PATH.format(id=1), headers=auth(admin_token), environ_overrides={"QUERY_STRING": query}
+    )
+    assert response.status_code == 400
+    assert_valid(response, PATH)
+    assert response.get_json()["name"] == "BadDataError"
+    assert said in response.get_json()["message"]
+
+
 @pytest.mark.parametrize("integration", ["999", "abc", "1.5", "-1", "01x", "%00", "1%20OR%201=1", "..%2F1"])
 def test_events__unknown_integration__404(client, admin_token, assert_valid, integration):
     response = client.get(f"/api/admin/addons/{integration}/events", headers=auth(admin_token))

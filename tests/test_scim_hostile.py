@@ -349,6 +349,19 @@ def test_list__hostile_parameters__400_scim_error(scim, path, params):
     assert_scim_error(response, 400)
 
 
+def test_list__raw_bytes_not_utf8_in_the_filter__400_scim_error(scim):
+    # A WSGI server other than waitress may pass raw bytes on (PEP 3333): the filter's text
+    # keeps them percent-encoded and fails to parse (400 invalidFilter), not to decode (500).
+    response = scim.get("/Users", environ_overrides={"QUERY_STRING": 'filter=userName eq "\xff'})
+    assert_scim_error(response, 400, "invalidFilter")
+
+
+def test_list__a_parameter_given_twice__the_first_value_counts(scim):
+    response = scim.get("/Users", query_string="count=1&count=5")
+    assert response.status_code == 200
+    assert response.get_json()["itemsPerPage"] <= 1
+
+
 def test_search__post_body_like_the_query__and_errors(scim):
     found = scim.post(
         "/Users/.search",

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from flask import Blueprint, Response, current_app, request
@@ -114,21 +116,37 @@ def _at_most(n: int, details: list[str]) -> list[str]:
     return [*details[:n], f"... and {len(details) - n} more problems"]
 
 
+#: The error handler werkzeug registers for URLs (``werkzeug.urls``): a byte that is not UTF-8
+#: stays percent-encoded (``%FF``) instead of failing the decoding.
+KEEP_BAD_BYTES_QUOTED = "werkzeug.url_quote"
+
+
+def query_pairs() -> list[tuple[str, str]]:
+    """The request's query parameters, ``(name, value)`` in order, repeats included: what
+    ``request.args`` holds (blank values kept, RFC 3986 percent-decoding, ``+`` as a space),
+    read without building its MultiDict. Bytes that are not UTF-8, percent-encoded or raw (a
+    WSGI server other than waitress may pass them on), stay percent-encoded in the text: they
+    fail validation as text (400), never decoding (500)."""
+    text = request.query_string.decode("utf-8", KEEP_BAD_BYTES_QUOTED)
+    return parse_qsl(text, keep_blank_values=True, errors=KEEP_BAD_BYTES_QUOTED)
+
+
 def parse_query(schema: Schema) -> dict[str, Any]:
-    """Load the query string with ``schema``.
+    """Load the query string (:func:`query_pairs`) with ``schema``.
 
     :raise BadDataError: a parameter is repeated, unknown, malformed or out of range; the
         details name each parameter.
     """
-    args = request.args
-    repeated = [name for name in args if len(args.getlist(name)) > 1]
-    if repeated:
+    pairs = query_pairs()
+    values = dict(pairs)
+    if len(values) != len(pairs):
+        repeated = [name for name, count in Counter(name for name, _ in pairs).items() if count > 1]
         raise BadDataError(
             f"Query parameter {repeated[0]} is given more than once; give it once.",
             details=_at_most(MAX_DETAILS, [f"{name}: given more than once" for name in repeated]),
         )
     try:
-        return schema.load(args.to_dict())
+        return schema.load(values)
     except ValidationError as exc:
         details = _at_most(MAX_DETAILS, validation_messages(exc))
         raise BadDataError("Invalid query parameters: " + "; ".join(details), details=details) from exc
