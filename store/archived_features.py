@@ -50,7 +50,7 @@ _POSTGRESQL_FEATURE_JSON = (
 _ARCHIVED = {
     ("sqlite", sees_all): (
         f"SELECT {_SQLITE_FEATURE_JSON} AS feature FROM features f"
-        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all)}"
+        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all, 'sqlite')}"
         " ORDER BY f.archived_at DESC, f.name"
     )
     for sees_all in (False, True)
@@ -58,15 +58,16 @@ _ARCHIVED = {
     ("postgresql", sees_all): (
         "SELECT CAST(row_to_json(a) AS TEXT) AS feature FROM features f"
         f" CROSS JOIN LATERAL ({_POSTGRESQL_FEATURE_JSON}) a"
-        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all)}"
+        f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all, 'postgresql')}"
         ' ORDER BY f.archived_at DESC, f.name COLLATE "C"'
     )
     for sees_all in (False, True)
 }
 
 _COUNT = {
-    sees_all: "SELECT count(*) FROM features f"
-    f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all)}"
+    (dialect, sees_all): "SELECT count(*) FROM features f"
+    f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all, dialect)}"
+    for dialect in ("sqlite", "postgresql")
     for sees_all in (False, True)
 }
 
@@ -86,4 +87,4 @@ def archived_features_json(conn: Connection, user_id: int | None, sees_all: bool
 
 def count(conn: Connection, user_id: int | None, sees_all: bool) -> int:
     """How many archived flags of the projects the caller sees there are (one index count)."""
-    return conn.value(_COUNT[sees_all], {"user_id": user_id})
+    return conn.value(_COUNT[conn.dialect, sees_all], {"user_id": user_id})

@@ -104,7 +104,7 @@ _SQL = {
         (dialect, sees_all): f"""SELECT 'user' AS "ownerType", {_OWNER_NAME} AS name,"""
         ' u.image_url AS "imageUrl", u.email FROM users u'
         " WHERE u.id IN (SELECT user_id FROM project_roles"
-        f"   WHERE role = 'Owner' AND {visible('project_id', sees_all)})"
+        f"   WHERE role = 'Owner' AND {visible('project_id', sees_all, dialect)})"
         f" ORDER BY {_OWNER_NAME}{BINARY[dialect]}, u.id"
         for dialect in DIALECTS
         for sees_all in (False, True)
