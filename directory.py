@@ -730,7 +730,12 @@ def _apply_members(
     if changes.refused:
         shown = ", ".join(repr(text) for text in changes.refused[:10])
         raise InvalidValueException(detail=f"No user has the id {shown}: members must be users' ids.")
-    stored = store.stored_members(conn, row["id"]) if changes.any else {}
+    if not changes.any:
+        stored = {}
+    elif changes.replace:  # every member not named goes: all of them are needed
+        stored = store.stored_members(conn, row["id"])
+    else:  # only the named ones can change
+        stored = store.stored_members(conn, row["id"], [*changes.add, *changes.remove])
     removed = (set(stored) - set(changes.add)) if changes.replace else (changes.remove & set(stored))
     added = [user_id for user_id in changes.add if user_id not in stored]
     writes = {

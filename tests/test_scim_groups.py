@@ -9,6 +9,7 @@ from scim_helpers import GROUP_SCHEMA, Scim, assert_scim_error, bulk_users, grou
 
 from flagadmin import directory, events
 from flagadmin.timestamps import SYSTEM_CLOCK
+from flagadmin.web.state import state
 
 from helpers import auth
 
@@ -207,6 +208,40 @@ def test_patch__remove_a_non_member__changes_nothing(scim, db):
     assert response.status_code == 204
     assert member_ids(scim, group) == [user_id(db, "bob")]
     assert db.value("SELECT count(*) FROM events") == before
+
+
+def test_patch__named_members_of_a_large_group__only_their_rows_read_and_changed(scim, db, app):
+    """A PATCH that names members reads those members' rows of the group, not the whole
+    membership: identity providers add members one request at a time (Entra, authentik), and
+    reading every member each time would make provisioning a large group quadratic. A replace
+    still reads them all (every member not named goes)."""
+    if db.dialect != "sqlite":
+        pytest.skip("traces the app's own SQLite connection (PostgreSQL's are pooled per request)")
+    # Given: a group of 1,999 members, and one user not in it
+    ids = bulk_users(db, 2_000, prefix="many")
+    group = scim.create_group("Many", [str(i) for i in ids[:-1]])
+    statements: list[str] = []
+    conn = state(app).connections.conn
+    conn.trace(statements.append)
+    try:
+        # When: one member added, one removed, one already there given a display
+        response = scim.patch(
+            f"/Groups/{group['id']}",
+            {"op": "add", "path": "members", "value": [{"value": str(ids[-1])}]},
+            {"op": "remove", "path": f'members[value eq "{ids[0]}"]'},
+            {"op": "add", "path": "members", "value": [{"value": str(ids[1]), "display": "Second"}]},
+        )
+    finally:
+        conn.trace(None)
+    # Then
+    assert response.status_code == 204
+    reads = [
+        s for s in statements if s.lstrip().upper().startswith("SELECT") and "directory_group_members" in s
+    ]
+    assert reads and all("user_id IN" in s for s in reads), reads
+    assert sorted(int(i) for i in member_ids(scim, group)) == sorted(ids[1:])
+    assert db.value("SELECT display FROM directory_group_members WHERE user_id = ?", [ids[1]]) == "Second"
+    assert event_types(db)[-2:] == ["group-user-added", "group-user-removed"]
 
 
 def test_patch__rename_and_add_unknown_user__400_and_nothing_written(scim, db):
