@@ -21,6 +21,7 @@ import functools
 import hashlib
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
@@ -39,6 +40,13 @@ IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
 #: advisory lock, a row being changed) before it gives up and the request is answered 503 with
 #: Retry-After, as SQLite's busy timeout does.
 LOCK_TIMEOUT_MS = 10_000
+
+#: Seconds a pooled connection may have been back in the pool and still be lent without the
+#: pool's check (an empty query, one round trip): one that waited longer is checked first, so
+#: that a connection the server dropped while it sat idle (a restart, an idle timeout) is
+#: replaced rather than failing a request. One given back sooner is lent as it is; if the
+#: server went away in that moment the request is answered 503 and the pool drops it.
+CHECK_AFTER_IDLE_S = 1.0
 
 #: Rows a streamed answer (:meth:`PostgresConnection.stream`) receives from the server at once.
 STREAM_CHUNK_ROWS = 500
@@ -65,6 +73,7 @@ def convert_placeholders(sql: str) -> str:
     return _TOKEN.sub(replace, sql)
 
 
+@functools.lru_cache(maxsize=64)
 def advisory_key(name: str) -> int:
     """A stable signed 64-bit key for ``pg_advisory_xact_lock`` from a lock name."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
@@ -238,9 +247,9 @@ class PostgresConnection:
             return
         self._in_write = True
         try:
-            self._execute("BEGIN")
             try:
-                self._execute("SELECT pg_advisory_xact_lock(?)", [advisory_key(lock)])
+                # one round trip: the key is an integer of ours, written as a literal
+                self._execute(f"BEGIN; SELECT pg_advisory_xact_lock({advisory_key(lock)})")
                 yield self
             except BaseException:
                 self._after_commit.clear()
@@ -331,6 +340,8 @@ class PostgresDatabase:
         self.min_size, self.max_size = min_size, max_size
         self._pool = None
         self._lock = threading.Lock()
+        #: When each connection was last given back (time.monotonic()), for :meth:`_check`.
+        self._given_back: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         PostgresDatabase._open.add(self)
 
     @classmethod
@@ -349,12 +360,29 @@ class PostgresDatabase:
                     min_size=self.min_size,
                     max_size=self.max_size,
                     configure=_configure,
-                    check=ConnectionPool.check_connection,
+                    check=self._check,
                     open=True,
                     timeout=POOL_TIMEOUT_S,
                     name="flagadmin",
                 )
             return self._pool
+
+    def _check(self, raw: Any) -> None:
+        """The pool's check of a connection it is about to lend: none for one given back less
+        than :data:`CHECK_AFTER_IDLE_S` ago, psycopg_pool's own (an empty query) otherwise.
+
+        :raise psycopg.OperationalError: the connection is broken (the pool replaces it).
+        """
+        from psycopg_pool import ConnectionPool
+
+        given_back = self._given_back.get(raw)
+        if given_back is not None and time.monotonic() - given_back < CHECK_AFTER_IDLE_S:
+            return
+        ConnectionPool.check_connection(raw)
+
+    def _give_back(self, pool: Any, raw: Any) -> None:
+        self._given_back[raw] = time.monotonic()
+        pool.putconn(raw)
 
     def connect(self) -> PostgresConnection:
         """Borrow a connection; :meth:`PostgresConnection.close` gives it back.
@@ -368,7 +396,7 @@ class PostgresDatabase:
         except Exception as exc:
             classified = classify(exc)
             raise (classified if isinstance(classified, StoreError) else Unavailable(str(exc))) from exc
-        return PostgresConnection(raw, pool.putconn)
+        return PostgresConnection(raw, functools.partial(self._give_back, pool))
 
     def close(self) -> None:
         """Close the pool and every connection in it."""

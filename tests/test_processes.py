@@ -11,6 +11,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import orjson
 import pytest
@@ -214,3 +215,42 @@ def test_postgresql__lost_under_load_then_back__503_with_retry_after_then_recove
     down = [entry for entry in statuses if stopped_at <= entry[0] <= restarted_at and entry[1] == 503]
     assert down and all(retry == "1" for _, _, retry in down)
     assert "Traceback" not in flagadmin.log.read_text()
+
+
+def test_postgresql__pooled_connections_dropped_while_idle__next_request_200_on_new_ones(
+    engine, database, client, admin_token
+):
+    """A pooled connection that sat idle longer than CHECK_AFTER_IDLE_S is checked before it is
+    lent: when the server dropped it meanwhile (an idle timeout, a restart, an operator's
+    pg_terminate_backend) the pool replaces it and the request does not fail."""
+    if engine != "postgresql":
+        pytest.skip("about PostgreSQL's connection pool")
+    import psycopg
+
+    from flagadmin.store.postgresql import CHECK_AFTER_IDLE_S
+
+    # Given: the app's pool holds connections it has used
+    assert client.get(UI, headers=auth(admin_token)).status_code == 200
+    name = urlsplit(database).path.lstrip("/")
+    with psycopg.connect(database, autocommit=True) as admin:
+        pids = [
+            row[0]
+            for row in admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [name]
+            )
+        ]
+        assert pids
+        # When: the server ends every one of them, and they stay idle past the bound
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        time.sleep(CHECK_AFTER_IDLE_S + 0.3)
+        # Then
+        statuses = [client.get(UI, headers=auth(admin_token)).status_code for _ in range(3)]
+        now = {
+            row[0]
+            for row in admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [name]
+            )
+        }
+    assert statuses == [200, 200, 200]
+    assert now and not now & set(pids)
