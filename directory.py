@@ -776,18 +776,18 @@ def _write_group(
 ) -> dict[str, Any]:
     """Store a group's new name, externalId and member changes (inside the open transaction);
     returns the stored row."""
-    conflict = store.group_conflict(conn, name, external_id, exclude_id=row["id"])
-    if conflict:
-        raise _uniqueness("group", conflict)
     renamed = (name, external_id) != (row["display_name"], row["external_id"])
+    if renamed:  # unchanged ones are the group's own: the unique indexes keep them so
+        conflict = store.group_conflict(conn, name, external_id, exclude_id=row["id"])
+        if conflict:
+            raise _uniqueness("group", conflict)
     members_changed = _apply_members(conn, site, row, name, changes)
     if not renamed and not members_changed:
         return row
     try:
-        store.update_group(conn, row["id"], name, external_id, site.clock.now_rfc3339())
+        after = store.update_group(conn, row["id"], name, external_id, site.clock.now_rfc3339())
     except Conflict as exc:
         raise _uniqueness("group", "displayName") from exc
-    after = store.group(conn, row["id"])
     if renamed:
         events.record(
             conn,

@@ -293,17 +293,20 @@ def insert_group(conn: Connection, display_name: str, external_id: str | None, n
 
 def update_group(
     conn: Connection, group_id: int, display_name: str, external_id: str | None, now: str
-) -> None:
+) -> dict[str, Any] | None:
     """Set a group's displayName and externalId and move its ``last_modified`` and ``version``
-    (also when only its members changed).
+    (also when only its members changed); return the stored row as :func:`group` reads it
+    (None: no such group), in the same statement.
 
     :raise flagadmin.store.Conflict: the displayName or externalId is taken.
     """
-    conn.run(
+    rows = conn.all(
         "UPDATE directory_groups SET display_name = ?, name_key = ?, external_id = ?,"
-        " last_modified = ?, version = version + 1 WHERE id = ?",
+        " last_modified = ?, version = version + 1 WHERE id = ?"
+        f" RETURNING {_GROUP_COLUMNS.replace('g.', '')}",
         [display_name, fold(display_name), external_id, now, group_id],
     )
+    return rows[0] if rows else None
 
 
 def delete_group(conn: Connection, group_id: int) -> None:

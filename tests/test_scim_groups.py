@@ -269,6 +269,44 @@ def test_patch__with_attributes__200_and_the_group(scim, db):
     assert response.get_json()["members"][0]["value"] == user_id(db, "sam")
 
 
+def test_patch__members_only__answer_meta_is_the_stored_one_and_moved(scim, db):
+    """The group a PATCH answers is the row its UPDATE stored (RFC 7644 3.5.2: the resource
+    after the change): meta.version and lastModified moved, and a GET reads the same."""
+    # Given
+    group = scim.create_group("Versioned")
+    before = scim.get(f"/Groups/{group['id']}").get_json()["meta"]
+    # When
+    response = scim.patch(
+        f"/Groups/{group['id']}",
+        {"op": "add", "path": "members", "value": [{"value": user_id(db, "sam")}]},
+        query_string={"attributes": "displayName,members,meta"},
+    )
+    # Then
+    assert response.status_code == 200
+    answered = response.get_json()
+    assert answered["meta"]["version"] != before["version"]
+    assert answered["meta"]["lastModified"] >= before["lastModified"]
+    read = scim.get(f"/Groups/{group['id']}").get_json()
+    assert (answered["meta"], answered["displayName"]) == (read["meta"], read["displayName"])
+
+
+def test_patch__rename_to_another_groups_name_in_other_case__409_nothing_written(scim, db):
+    # Given
+    scim.create_group("Taken Name")
+    group = scim.create_group("Mine", [user_id(db, "bob")])
+    before = db.value("SELECT count(*) FROM events")
+    # When: renamed onto the other's name, in another case, with a member added
+    response = scim.patch(
+        f"/Groups/{group['id']}",
+        {"op": "replace", "path": "displayName", "value": "taken name"},
+        {"op": "add", "path": "members", "value": [{"value": user_id(db, "sam")}]},
+    )
+    # Then
+    assert_scim_error(response, 409, "uniqueness")
+    assert member_ids(scim, group) == [user_id(db, "bob")]
+    assert db.value("SELECT count(*) FROM events") == before
+
+
 def test_patch__member_filter_other_than_value__400_invalid_filter(scim):
     group = scim.create_group("Filters")
     response = scim.patch(f"/Groups/{group['id']}", {"op": "remove", "path": 'members[display co "a"]'})
