@@ -195,8 +195,12 @@ def _environment_wire(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def feature_wire(conn: Connection, flag: dict[str, Any], user_id: int | None) -> dict[str, Any]:
-    """One flag in the reference server's ``featureSchema`` shape, as ``user_id`` sees it."""
+def feature_wire(
+    conn: Connection, flag: dict[str, Any], user_id: int | None, tags: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """One flag in the reference server's ``featureSchema`` shape, as ``user_id`` sees it.
+    ``tags``: the flag's tags as :func:`flagadmin.store.features.tags` gives them, when the
+    caller has them at hand (it just wrote them); None: read."""
     wire: dict[str, Any] = {
         "name": flag["name"],
         "type": flag["type"],
@@ -212,7 +216,7 @@ def feature_wire(conn: Connection, flag: dict[str, Any], user_id: int | None) ->
             {**_environment_wire(row), "featureName": flag["name"], "environment": row["name"]}
             for row in store_features.environments(conn, flag["name"])
         ],
-        "tags": store_features.tags(conn, flag["name"]),
+        "tags": store_features.tags(conn, flag["name"]) if tags is None else tags,
     }
     if flag["created_by_user_id"] is not None:
         wire["createdBy"] = {
@@ -325,7 +329,8 @@ def create(
         project(conn, project_id)
         require(conn, caller, project_id, CREATE_FEATURE)
         validate_name(conn, name)
-        tags = _unique_tags(body.get("tags") or [])
+        # in the order the store reads them back (by type, then value, code point by code point)
+        tags = sorted(_unique_tags(body.get("tags") or []), key=lambda tag: (tag["type"], tag["value"]))
         store_features.insert(
             conn,
             name=name,
@@ -345,10 +350,10 @@ def create(
             project=project_id,
             feature_name=name,
             data=event_data(flag),
-            tags=_event_tags(conn, name),
+            tags=[{"value": tag["value"], "type": tag["type"]} for tag in tags],
             clock=clock,
         )
-        return feature_wire(conn, flag, caller.user_id)
+        return feature_wire(conn, flag, caller.user_id, tags)
 
 
 def _unique_tags(tags: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -140,6 +140,33 @@ def test_create__body_built_from_the_reference_create_schema__201(client, alice,
     assert event["tags"] == [{"value": "a-tag-value", "type": "simple"}]
 
 
+def test_create__tags_out_of_order_and_repeated__answer_event_and_read_agree(client, alice, db):
+    """The answer and the event carry the tags as a later read gives them: each once, by type
+    then value, code point by code point (spec 6: an event's tags are the flag's)."""
+    tags = [
+        {"type": "simple", "value": "zeta"},
+        {"type": "simple", "value": "Zeta"},
+        {"type": "area", "value": "été"},
+        {"type": "simple", "value": "zeta"},
+        {"type": "area", "value": "ete"},
+    ]
+    # When
+    response = create(client, alice, body={**NEW, "tags": tags})
+    # Then
+    assert response.status_code == 201, response.get_json()
+    expected = [
+        {"type": "area", "value": "ete"},
+        {"type": "area", "value": "été"},
+        {"type": "simple", "value": "Zeta"},
+        {"type": "simple", "value": "zeta"},
+    ]
+    assert response.get_json()["tags"] == expected
+    read = client.get(features_path("default") + "/new-checkout", headers=auth(alice)).get_json()
+    assert read["tags"] == expected
+    (event,) = recorded(db, "feature-created", limit=1)
+    assert event["tags"] == [{"value": tag["value"], "type": tag["type"]} for tag in expected]
+
+
 def test_create__only_the_required_reference_properties__201_a_release_flag(client, alice):
     response = create(client, alice, body=example_of("createFeatureSchema", optional=False))
     assert response.status_code == 201
