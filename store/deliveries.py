@@ -135,13 +135,19 @@ _WINDOWS_SQLITE = (
 )
 
 #: The same windows in one query on PostgreSQL, whose LATERAL subquery takes the outer
-#: integration's own window as its LIMIT: one seek of the partial index per integration.
+#: integration's own window as its LIMIT. The window starts at the integration's first
+#: unfinished delivery, found in the partial index: without that bound the planner, not
+#: knowing the LIMIT and taking unfinished rows to be spread evenly, may walk the primary key
+#: from the oldest delivery and filter, reading every finished one kept (36,000 rows per
+#: integration and 130 ms per claim, seen after an autoanalyze with 27,000 finished).
 _WINDOWS_POSTGRESQL = (
     "SELECT i.id AS integration_id, i.enabled, d.id, d.state, d.next_attempt_at, d.lease_until"
     " FROM integrations i LEFT JOIN integration_options o ON o.integration_id = i.id"
     " CROSS JOIN LATERAL (SELECT x.id, x.state, x.next_attempt_at, x.lease_until"
     "  FROM integration_deliveries x"
     "  WHERE x.integration_id = i.id AND x.state IN ('pending', 'in_flight')"
+    "  AND x.id >= (SELECT min(y.id) FROM integration_deliveries y"
+    "   WHERE y.integration_id = i.id AND y.state IN ('pending', 'in_flight'))"
     "  ORDER BY x.id LIMIT coalesce(o.max_in_flight, CAST(:default AS INTEGER))) d"
 )
 

@@ -788,3 +788,57 @@ def test_request_gauge__a_request_in_progress__background_work_waits_for_a_pause
     answered[0].close()
     assert gauge.in_progress == 0
     assert gauge.wait_idle(5, quiet=0.01) is True
+
+
+def test_claim__finished_deliveries_after_stale_statistics__window_starts_at_the_unfinished(db):
+    """A claim reads each integration's window from its first unfinished delivery, however
+    many finished ones are kept before it. On bench/traffic.py's PostgreSQL database the
+    planner once walked the primary key from the oldest delivery and filtered out every
+    finished one (36,000 rows per integration, 130 ms a claim, the outbox draining at a few
+    deliveries per second), its statistics taken under load when many more were pending.
+    That plan depends on the statistics and is not reproduced here; this checks, with stale
+    statistics of the same kind, that the claim takes the oldest unfinished delivery and that
+    no window filters out finished rows, whatever plan this server picks."""
+    if db.dialect != "postgresql":
+        pytest.skip("about PostgreSQL's planner (SQLite's windows are one query per window size)")
+    # Given: each integration with 8,000 deliveries, analyzed when 5,000 were delivered
+    integration_ids = list(db.values("SELECT id FROM integrations ORDER BY id"))
+    now = "2026-11-26T12:00:00.000Z"
+    with db.write():
+        db.run(
+            "INSERT INTO events (type, created_at, created_by)"
+            " SELECT 'feature-created', ?, 'bench' FROM generate_series(1, 8000)",
+            [now],
+        )
+        first_event = db.value("SELECT max(id) FROM events") - 7999
+        for integration in integration_ids:
+            db.run(
+                "INSERT INTO integration_deliveries (event_id, integration_id, webhook_id,"
+                " next_attempt_at, created_at) SELECT e, ?, 'msg_' || e, ?, ?"
+                " FROM generate_series(CAST(? AS BIGINT), CAST(? AS BIGINT)) AS e",
+                [integration, now, now, first_event, first_event + 7999],
+            )
+    db.run(
+        "UPDATE integration_deliveries SET state = 'delivered', finished_at = ?"
+        " WHERE event_id < CAST(? AS BIGINT)",
+        [now, first_event + 5000],
+    )
+    db.run("ANALYZE integration_deliveries")
+    # When: all but the last 5 of each are delivered (the statistics not yet renewed) ...
+    db.run(
+        "UPDATE integration_deliveries SET state = 'delivered', finished_at = ?"
+        " WHERE event_id < CAST(? AS BIGINT)",
+        [now, first_event + 7995],
+    )
+    # ... and a claim is made, its statements recorded
+    sent: list[str] = []
+    db.trace(sent.append)
+    found = deliveries.claim(db, now=now, lease_until=now, claim_token="t", default_window=4)
+    db.trace(None)
+    # Then: the oldest unfinished delivery is taken, and no window read the finished ones
+    assert found.claimed is not None and found.claimed.event_id == first_event + 7995
+    windows = [s for s in sent if "CROSS JOIN LATERAL" in s]
+    assert windows
+    plan = "\n".join(db.values(f"EXPLAIN (ANALYZE, BUFFERS OFF) {windows[0]}"))
+    removed = [int(line.split(":")[1]) for line in plan.splitlines() if "Rows Removed by Filter" in line]
+    assert all(n < 100 for n in removed), plan
