@@ -26,7 +26,9 @@ this VM drops its page cache within minutes, and a page that is not in it is a d
 turned a round of 4.1 at random offsets into a measurement of the disk (p99 790 ms).
 
 With ``--db postgresql://...`` the same cases run on SQLite (``--sqlite``), on PostgreSQL with
-one process and with two (engines.py's protocol), with ratios to SQLite, and no ceilings.
+one process and with two (engines.py's protocol), with ratios to SQLite, and no ceilings;
+``--setups`` picks some of the three (``sqlite,postgresql,postgresql-x2``; the first is the base
+of the ratios), e.g. ``--setups postgresql`` to compare two versions of the code on PostgreSQL.
 
 Results: ``<out>/traffic.json`` (every figure of every round) and ``<out>/traffic.md``. See
 bench/README.md, "Real traffic".
@@ -139,6 +141,19 @@ class Setup:
     label: str
     kind: str  # flagadmin, flask, wsgi
     cpus: tuple[str, ...] = ("0",)
+
+
+#: The setups of a run with a postgresql:// ``--db`` (``--setups``), by their option names.
+ENGINE_SETUPS = {
+    "sqlite": Setup("sqlite", "flagadmin"),
+    "postgresql": Setup("postgresql", "flagadmin"),
+    "postgresql-x2": Setup("postgresql x2", "flagadmin", ("0", "1")),
+}
+
+
+def _engine(setup: Setup) -> str:
+    """The engine a setup's flagadmin runs on (a ceiling's: ``"sqlite"``, whose files it reads)."""
+    return "postgresql" if setup.label.startswith("postgresql") else "sqlite"
 
 
 class Traffic:
@@ -1127,6 +1142,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         f"at most {max(INTEGRATION_COUNTS)})",
     )
     p.add_argument(
+        "--setups",
+        default=",".join(ENGINE_SETUPS),
+        help="with a postgresql:// --db, the setups to run (comma-separated, of "
+        f"{', '.join(ENGINE_SETUPS)}; the first is the base of the ratios)",
+    )
+    p.add_argument(
         "--quick",
         action="store_true",
         help="a check of the suite in about a minute: the install database for everything, "
@@ -1142,6 +1163,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.after_write_rounds, args.ceilings, args.drain_timeout = 3, "flask", 3
     args.ceilings = [c for c in args.ceilings.split(",") if c]
     args.phases = [p for p in args.phases.split(",") if p]
+    args.setups = [k for k in args.setups.split(",") if k]
+    if not args.setups or set(args.setups) - set(ENGINE_SETUPS):
+        p.error(f"--setups: one or more of {', '.join(ENGINE_SETUPS)}")
     args.write_kinds = [k for k in args.write_kinds.split(",") if k]
     unknown = sorted(set(args.write_kinds) - set(WRITE_KINDS))
     if unknown:
@@ -1195,11 +1219,7 @@ def main(argv: list[str] | None = None) -> None:
         for label in ("postgresql", "postgresql x2"):
             for key in ("main", "install", "work-main", "work-install"):
                 targets[f"{label}:{key}"] = targets[f"postgresql:{key}"]
-        setups = [
-            Setup("sqlite", "flagadmin"),
-            Setup("postgresql", "flagadmin"),
-            Setup("postgresql x2", "flagadmin", ("0", "1")),
-        ]
+        setups = [ENGINE_SETUPS[name] for name in args.setups]
     else:
         setups = [Setup("flagadmin", "flagadmin")] + [Setup(c, c) for c in args.ceilings]
         targets.update({k.replace("sqlite:", "flagadmin:"): v for k, v in targets.items()})
@@ -1226,7 +1246,8 @@ def main(argv: list[str] | None = None) -> None:
         if "reads" in args.phases:
             results["reads"] = reads(t, setups, targets)
         if {"mixed", "after-write", "writes"} & set(args.phases):
-            engines = ["sqlite", "postgresql"] if postgresql else ["sqlite"]
+            # the engines of the setups that run (a working copy is made of each one's databases)
+            engines = [e for e in ("sqlite", "postgresql") if any(_engine(s) == e for s in setups)]
             receivers = {}
             for engine in engines:
                 receivers[engine] = []
@@ -1238,11 +1259,7 @@ def main(argv: list[str] | None = None) -> None:
                     copy_database(targets[f"{engine}:{key}"], work_copy)
                     made = prepare_work(work_copy, t.receiver_port)
                     receivers[engine] = receivers[engine] or made
-            receivers = {
-                s.label: receivers["postgresql" if s.label.startswith("postgresql") else "sqlite"]
-                for s in setups
-                if s.kind == "flagadmin"
-            }
+            receivers = {s.label: receivers[_engine(s)] for s in setups if s.kind == "flagadmin"}
             if "mixed" in args.phases:
                 results["mixed"] = mixed(t, setups, targets)
             if "after-write" in args.phases:
