@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .engine import Connection
-from .visibility import visible
+from .visibility import DIALECTS, visible
 
 #: A 0/1 column as a JSON boolean. ``json('true')`` is a constant, which SQLite evaluates once
 #: per statement; ``json(CASE ... THEN 'true' ...)`` parsed a literal for every flag and every
@@ -67,7 +67,7 @@ _ARCHIVED = {
 _COUNT = {
     (dialect, sees_all): "SELECT count(*) FROM features f"
     f" WHERE f.archived_at IS NOT NULL AND {visible('f.project_id', sees_all, dialect)}"
-    for dialect in ("sqlite", "postgresql")
+    for dialect in DIALECTS
     for sees_all in (False, True)
 }
 

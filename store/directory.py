@@ -77,7 +77,8 @@ _USER_COLUMNS = (
     " u.family_name, u.formatted_name, u.active, u.scim_managed, u.root_role, u.created_at,"
     " u.last_modified, u.version"
 )
-_GROUP_COLUMNS = "g.id, g.display_name, g.external_id, g.created_at, g.last_modified, g.version"
+_GROUP_FIELDS = ("id", "display_name", "external_id", "created_at", "last_modified", "version")
+_GROUP_COLUMNS = ", ".join(f"g.{name}" for name in _GROUP_FIELDS)
 
 
 def _chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -303,7 +304,7 @@ def update_group(
     rows = conn.all(
         "UPDATE directory_groups SET display_name = ?, name_key = ?, external_id = ?,"
         " last_modified = ?, version = version + 1 WHERE id = ?"
-        f" RETURNING {_GROUP_COLUMNS.replace('g.', '')}",
+        f" RETURNING {', '.join(_GROUP_FIELDS)}",
         [display_name, fold(display_name), external_id, now, group_id],
     )
     return rows[0] if rows else None

@@ -24,9 +24,7 @@ from ..timestamps import format_rfc3339, parse_rfc3339
 from .directory import BINARY, DISPLAY_NAME
 from .engine import Connection
 from .settings import read_once
-from .visibility import visible
-
-DIALECTS = ("sqlite", "postgresql")
+from .visibility import DIALECTS, visible
 
 #: The caller's projects (with a row per role: ``IN`` makes them distinct), as the CTE ``mine``.
 _MY_PROJECTS = "SELECT project_id FROM project_roles WHERE user_id = :user_id"

@@ -5,6 +5,9 @@ user directly (``project_members``) and those its SCIM groups grant (``group_pro
 issue 9), for active users only. Both kinds count the same everywhere.
 """
 
+#: The SQL dialects of the store (``conn.dialect``), for statements built per dialect.
+DIALECTS = ("sqlite", "postgresql")
+
 #: SQL condition on a ``project_id`` column for a caller who sees only the projects where it
 #: holds a role, per dialect. Parameter: ``:user_id``. On PostgreSQL the caller's projects are
 #: read first, as an array (an InitPlan), and the column is matched against it: with ``IN
