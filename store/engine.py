@@ -18,6 +18,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -199,6 +200,81 @@ class WalSync:
             os.close(fd)
 
 
+def _open(
+    path: str, timeout_ms: int, *, group_commit: bool, any_thread: bool
+) -> tuple[sqlite3.Connection, bool]:
+    """A sqlite3 connection to ``path`` with flagadmin's settings (see :class:`Connection`), and
+    whether its commits are synced by :class:`WalSync` (WAL mode and ``group_commit``).
+
+    :raise NotADatabase: the file is not a SQLite database.
+    :raise Unavailable: the file cannot be opened.
+    """
+    try:
+        conn = sqlite3.connect(
+            path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=not any_thread
+        )
+    except sqlite3.Error as exc:
+        raise classify(exc) from exc
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        wal = group_commit and conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.execute(f"PRAGMA synchronous = {'NORMAL' if wal else 'FULL'}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
+    return conn, wal
+
+
+class _Writer:
+    """The one connection through which every :meth:`Connection.write` of this process writes
+    to one WAL database, under :data:`_WRITERS`.
+
+    SQLite empties a connection's whole page cache when it starts a read after *another*
+    connection has committed. With each thread writing through its own connection, every
+    write found its connection's cache emptied by the writes of the other threads and read
+    each page it touched again from the file: about 75 ``pread`` calls for one flag archive
+    at the reference size. Writing through one connection keeps its cache across writes (its
+    own commits never empty it), so a write reads from the file only what another process or
+    a statement outside :meth:`Connection.write` changed.
+
+    Opened on the first write, shared by the connections of every thread to the same file
+    with the same busy timeout (:meth:`of`), closed once none of them is left.
+    """
+
+    _all: ClassVar[weakref.WeakValueDictionary[tuple[str, int], _Writer]] = weakref.WeakValueDictionary()
+
+    def __init__(self, path: str, timeout_ms: int):
+        self.path = path
+        self.timeout_ms = timeout_ms
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    def of(cls, path: str, timeout_ms: int) -> _Writer:
+        """The writer of ``path`` for connections with ``timeout_ms``, made once."""
+        key = (os.path.abspath(path), timeout_ms)
+        with WalSync._all_lock:
+            writer = cls._all.get(key)
+            if writer is None:
+                writer = cls._all[key] = cls(path, timeout_ms)
+            return writer
+
+    def connection(self) -> sqlite3.Connection:
+        """The sqlite3 connection, opened on first use (call it holding :data:`_WRITERS`).
+
+        :raise NotADatabase: the file is not a SQLite database.
+        :raise Unavailable: the file cannot be opened.
+        """
+        if self._conn is None:
+            self._conn, _ = _open(self.path, self.timeout_ms, group_commit=True, any_thread=True)
+        return self._conn
+
+    def __del__(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+
 class Connection:
     """One connection to a SQLite database (``dialect == "sqlite"``), for one thread.
 
@@ -224,31 +300,21 @@ class Connection:
     ):
         timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.path = str(path)
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=not handover
-            )
-        except sqlite3.Error as exc:
-            raise classify(exc) from exc
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            wal = group_commit and conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-            conn.execute(f"PRAGMA synchronous = {'NORMAL' if wal else 'FULL'}")
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
+        conn, wal = _open(self.path, timeout_ms, group_commit=group_commit, any_thread=handover)
         #: The sqlite-utils view of the same connection, for introspection (tables, dumps).
         self.sqlite = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
         #: Values read through this connection that hold while :meth:`commit_counter` does not
-        #: move (see :func:`flagadmin.store.settings.versions`); emptied by this connection's
-        #: own commits, which the commit counter does not count.
+        #: move (see :func:`flagadmin.store.settings.read_once`); emptied by each commit of
+        #: :meth:`write`.
         self.memo: dict[str, Any] = {}
         self._after_commit: list[Callable[[], None]] = []
         self._conn = conn
+        self._trace: Callable[[str], object] | None = None
         #: The group commit of this database's WAL (None: not in WAL mode, FULL syncs itself).
         self._wal_sync = WalSync.of(self.path) if wal else None
+        #: The process's one writing connection to this database (None: not in WAL mode,
+        #: :meth:`write` writes through this connection), taken by :meth:`write`.
+        self._writer = _Writer.of(self.path, timeout_ms) if wal else None
 
     # --- running SQL ----------------------------------------------------------------------
 
@@ -353,7 +419,10 @@ class Connection:
         """Run the block in one transaction that takes the write lock first.
 
         On SQLite: ``BEGIN IMMEDIATE``, after this process's writers have queued on one lock,
-        so that nothing can interleave between what the block reads and what it writes.
+        so that nothing can interleave between what the block reads and what it writes. On a
+        WAL database the block's statements run on the process's one writing connection
+        (:class:`_Writer`, whose page cache survives the writes), then this connection is
+        itself again.
         ``lock`` names what the transaction serialises on (engines with finer locks use it).
         Commits on success, rolls back on any exception. Nested calls join the outer
         transaction. Returns once the commit is on disk (:class:`WalSync`: the fsync is taken
@@ -369,29 +438,46 @@ class Connection:
         if self._wal_sync is not None:
             self._wal_sync.check()
         with _WRITERS:
-            self._execute("BEGIN IMMEDIATE")
+            own = self._conn, self.memo
+            if self._writer is not None:
+                # the block's statements (and what read_once keeps for them) go to the
+                # process's writing connection, for this transaction only
+                self._conn, self.memo = self._writer.connection(), {}
+                if self._trace is not None:
+                    self._conn.set_trace_callback(self._trace)
             try:
-                yield self
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                self._after_commit.clear()
-                raise
-            try:
-                self._execute("COMMIT")
-            except BaseException:
-                self._after_commit.clear()
-                if self._conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
-                raise
-            ticket = self._wal_sync.written() if self._wal_sync is not None else 0
+                ticket = yield from self._transaction()
+            finally:
+                if self._trace is not None:
+                    self._conn.set_trace_callback(None)
+                self._conn, self.memo = own
         self.memo.clear()
         callbacks, self._after_commit = self._after_commit, []
         if self._wal_sync is not None:
             self._wal_sync.durable(ticket)
         for callback in callbacks:
             callback()
+
+    def _transaction(self) -> Iterator[Connection]:
+        """:meth:`write`'s transaction on ``self._conn``, holding :data:`_WRITERS`: the block
+        runs at its ``yield``; returns the commit's :class:`WalSync` ticket (0: none)."""
+        self._execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            self._after_commit.clear()
+            raise
+        try:
+            self._execute("COMMIT")
+        except BaseException:
+            self._after_commit.clear()
+            if self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+            raise
+        return self._wal_sync.written() if self._wal_sync is not None else 0
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once the open write transaction has committed (never if it
@@ -418,13 +504,16 @@ class Connection:
         """The value of ``PRAGMA name`` (schema version, journal mode...)."""
         return self.value(f"PRAGMA {name}")
 
-    def trace(self, callback) -> None:
-        """Call ``callback(sql)`` for every statement run from now on (None: stop)."""
+    def trace(self, callback: Callable[[str], object] | None) -> None:
+        """Call ``callback(sql)`` for every statement run from now on (None: stop), in
+        :meth:`write`'s transactions too."""
+        self._trace = callback
         self._conn.set_trace_callback(callback)
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (the process's writing connection closes with the last one)."""
         self._conn.close()
+        self._writer = None
 
     def __enter__(self) -> Connection:
         return self
