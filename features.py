@@ -350,7 +350,7 @@ def create(
             project=project_id,
             feature_name=name,
             data=event_data(flag),
-            tags=[{"value": tag["value"], "type": tag["type"]} for tag in tags],
+            tags=_as_event_tags(tags),
             clock=clock,
         )
         return feature_wire(conn, flag, caller.user_id, tags)
@@ -365,7 +365,12 @@ def _unique_tags(tags: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def _event_tags(conn: Connection, name: str) -> list[dict[str, str]]:
     """The flag's tags as events carry them (``[{value, type}]``)."""
-    return [{"value": tag["value"], "type": tag["type"]} for tag in store_features.tags(conn, name)]
+    return _as_event_tags(store_features.tags(conn, name))
+
+
+def _as_event_tags(tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``[{type, value}]`` (the store's shape) as events carry tags: ``[{value, type}]``."""
+    return [{"value": tag["value"], "type": tag["type"]} for tag in tags]
 
 
 def _check_metadata(values: dict[str, Any]) -> dict[str, Any]:

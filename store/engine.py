@@ -244,6 +244,7 @@ class _Writer:
     """
 
     _all: ClassVar[weakref.WeakValueDictionary[tuple[str, int], _Writer]] = weakref.WeakValueDictionary()
+    _all_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, path: str, timeout_ms: int):
         self.path = path
@@ -254,10 +255,11 @@ class _Writer:
     def of(cls, path: str, timeout_ms: int) -> _Writer:
         """The writer of ``path`` for connections with ``timeout_ms``, made once."""
         key = (os.path.abspath(path), timeout_ms)
-        with WalSync._all_lock:
+        with cls._all_lock:
             writer = cls._all.get(key)
             if writer is None:
-                writer = cls._all[key] = cls(path, timeout_ms)
+                # the absolute path: the connection opens on the first write, maybe after a chdir
+                writer = cls._all[key] = cls(*key)
             return writer
 
     def connection(self) -> sqlite3.Connection:
