@@ -62,21 +62,27 @@ _MATCHING = {
 }
 
 
-def matching_integrations(
-    conn: Connection, event_type: str, project: str | None, environment: str | None
-) -> list[int]:
-    """Ids of the enabled integration configurations that must handle such an event."""
-    return list(
-        conn.values(
-            _MATCHING[conn.dialect],
-            {"project": project, "environment": environment, "quoted_type": f'"{event_type}"'},
-        )
-    )
-
-
 def new_webhook_id() -> str:
     """A delivery's id for receivers (Standard Webhooks ``webhook-id``): ``msg_`` + 32 hex digits."""
     return f"msg_{secrets.token_hex(16)}"
+
+
+#: A new delivery's ``webhook_id`` made by the database, per row: ``msg_`` + 32 lower-case hex
+#: digits, as :func:`new_webhook_id` makes them. SQLite: 16 bytes of ``randomblob`` (its PRNG,
+#: ChaCha20 since SQLite 3.40, seeded from the operating system). PostgreSQL: a random (version 4)
+#: UUID without its dashes, 122 random bits (``gen_random_uuid``, in core since PostgreSQL 13).
+_NEW_WEBHOOK_ID = {
+    "sqlite": "'msg_' || lower(hex(randomblob(16)))",
+    "postgresql": "'msg_' || replace(CAST(gen_random_uuid() AS TEXT), '-', '')",
+}
+
+#: The outbox rows of one event: one per matching configuration, written by one statement
+#: (on PostgreSQL one round trip instead of a query and then an insert).
+_ENQUEUE = {
+    dialect: "INSERT INTO integration_deliveries (event_id, integration_id, webhook_id, next_attempt_at,"
+    f" created_at) SELECT :event_id, m.id, {_NEW_WEBHOOK_ID[dialect]}, :now, :now FROM ({matching}) m"
+    for dialect, matching in _MATCHING.items()
+}
 
 
 def enqueue(
@@ -85,15 +91,20 @@ def enqueue(
     """Write one pending delivery of event ``event_id`` per matching integration (call inside
     the event's write transaction), due at ``now``; return how many were written.
 
-    Each delivery gets its ``webhook_id`` (``msg_`` + 32 hex digits), the same on every attempt.
+    One statement: the configurations that match such an event (:data:`_MATCHING`'s rules),
+    each with its ``webhook_id`` (``msg_`` + 32 hex digits, made by the database:
+    :data:`_NEW_WEBHOOK_ID`), the same on every attempt.
     """
-    targets = matching_integrations(conn, event_type, project, environment)
-    conn.run_many(
-        "INSERT INTO integration_deliveries (event_id, integration_id, webhook_id, next_attempt_at,"
-        " created_at) VALUES (?, ?, ?, ?, ?)",
-        [(event_id, target, new_webhook_id(), now, now) for target in targets],
+    return conn.run(
+        _ENQUEUE[conn.dialect],
+        {
+            "event_id": event_id,
+            "now": now,
+            "project": project,
+            "environment": environment,
+            "quoted_type": f'"{event_type}"',
+        },
     )
-    return len(targets)
 
 
 # --- claims ----------------------------------------------------------------------------------

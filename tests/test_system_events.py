@@ -4,6 +4,7 @@ deliveries to the integrations whose filters match (the reference server's rules
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 
 import orjson
@@ -61,6 +62,21 @@ def test_record__committed__event_in_wire_shape_with_its_deliveries(db):
     # 5 (teamsworkflow) and 6 (slack-app) are the reference server's, never delivered to
     assert delivered_to(db, event_id) == {1, 2, 3, 4}
     assert {d["state"] for d in deliveries.of_event(db, event_id)} == {"pending"}
+
+
+def test_record__deliveries__each_its_own_webhook_id_in_the_standard_webhooks_form(db):
+    """The outbox rows are written by the database in one statement (issue 13), each with a
+    ``webhook-id`` of its own: ``msg_`` + 32 lower-case hex digits (Standard Webhooks)."""
+    made = [
+        d["webhook_id"]
+        for event_id in (record(db, project="default", data={"n": n}) for n in range(3))
+        for d in deliveries.of_event(db, event_id)
+    ]
+    assert len(made) == 3 * 4  # webhooks 1-4 take feature-created events of default
+    assert all(re.fullmatch(r"msg_[0-9a-f]{32}", webhook_id) for webhook_id in made), made
+    assert len(set(made)) == len(made)
+    assert deliveries.new_webhook_id() not in made
+    assert re.fullmatch(r"msg_[0-9a-f]{32}", deliveries.new_webhook_id())
 
 
 def test_record__data_equal_to_pre_data__nothing_recorded(db):
