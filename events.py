@@ -18,7 +18,6 @@ from typing import Any
 
 from .spec import EVENT_TYPES
 from .store import Connection
-from .store import deliveries as store_deliveries
 from .store import events as store_events
 from .timestamps import SYSTEM_CLOCK, Clock
 
@@ -105,7 +104,7 @@ def record(
     if data is not None and pre_data is not None and data == pre_data:
         return None
     now = clock.now_rfc3339()
-    event_id = store_events.insert(
+    event_id, owed = store_events.insert(
         conn,
         type=event_type,
         created_at=now,
@@ -118,6 +117,6 @@ def record(
         pre_data=pre_data,
         tags=tags,
     )
-    if store_deliveries.enqueue(conn, event_id, event_type, project, environment, now):
+    if owed:
         conn.after_commit(_notify)
     return event_id

@@ -76,25 +76,30 @@ _NEW_WEBHOOK_ID = {
     "postgresql": "'msg_' || replace(CAST(gen_random_uuid() AS TEXT), '-', '')",
 }
 
-#: The outbox rows of one event: one per matching configuration, written by one statement
-#: (on PostgreSQL one round trip instead of a query and then an insert).
-_ENQUEUE = {
-    dialect: "INSERT INTO integration_deliveries (event_id, integration_id, webhook_id, next_attempt_at,"
-    f" created_at) SELECT :event_id, m.id, {_NEW_WEBHOOK_ID[dialect]}, :now, :now FROM ({matching}) m"
-    for dialect, matching in _MATCHING.items()
-}
+
+def outbox_insert(dialect: str, event_id: str = ":event_id") -> str:
+    """The statement that writes the outbox rows of one event in ``dialect``: one pending
+    delivery per configuration matching the event (:data:`_MATCHING`'s rules, parameters
+    ``:quoted_type``, ``:project``, ``:environment``), due at ``:now``, each with its
+    ``webhook_id`` (``msg_`` + 32 hex digits, made by the database: :data:`_NEW_WEBHOOK_ID`),
+    the same on every attempt. ``event_id``: the SQL of the event's id (a parameter, or a
+    subquery of the statement that inserts the event)."""
+    return (
+        "INSERT INTO integration_deliveries (event_id, integration_id, webhook_id, next_attempt_at,"
+        f" created_at) SELECT {event_id}, m.id, {_NEW_WEBHOOK_ID[dialect]}, :now, :now"
+        f" FROM ({_MATCHING[dialect]}) m"
+    )
+
+
+_ENQUEUE = {dialect: outbox_insert(dialect) for dialect in _MATCHING}
 
 
 def enqueue(
     conn: Connection, event_id: int, event_type: str, project: str | None, environment: str | None, now: str
 ) -> int:
     """Write one pending delivery of event ``event_id`` per matching integration (call inside
-    the event's write transaction), due at ``now``; return how many were written.
-
-    One statement: the configurations that match such an event (:data:`_MATCHING`'s rules),
-    each with its ``webhook_id`` (``msg_`` + 32 hex digits, made by the database:
-    :data:`_NEW_WEBHOOK_ID`), the same on every attempt.
-    """
+    the event's write transaction), due at ``now``, in one statement (:func:`outbox_insert`);
+    return how many were written."""
     return conn.run(
         _ENQUEUE[conn.dialect],
         {
@@ -102,9 +107,15 @@ def enqueue(
             "now": now,
             "project": project,
             "environment": environment,
-            "quoted_type": f'"{event_type}"',
+            "quoted_type": quoted_type(event_type),
         },
     )
+
+
+def quoted_type(event_type: str) -> str:
+    """``event_type`` as :data:`_MATCHING` looks it up in a configuration's ``events`` (the
+    ``:quoted_type`` parameter): with its JSON quotes."""
+    return f'"{event_type}"'
 
 
 # --- claims ----------------------------------------------------------------------------------

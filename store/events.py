@@ -6,11 +6,36 @@ from typing import Any
 
 import orjson
 
+from . import deliveries
 from .engine import Connection
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
+
+
+#: The columns of an event row that :func:`insert` writes, in this order.
+_COLUMNS = (
+    "type",
+    "created_at",
+    "created_by",
+    "created_by_user_id",
+    "project",
+    "environment",
+    "feature_name",
+    "data",
+    "pre_data",
+    "tags",
+)
+_INSERT = f"INSERT INTO events ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)})"
+
+#: PostgreSQL: the event and its outbox rows in one statement, one round trip (a
+#: data-modifying CTE; the outbox insert reads the event's id from it).
+_INSERT_WITH_DELIVERIES_POSTGRESQL = (
+    f"WITH e AS ({_INSERT} RETURNING id),"
+    f" d AS ({deliveries.outbox_insert('postgresql', '(SELECT id FROM e)')} RETURNING 1)"
+    " SELECT (SELECT id FROM e) AS id, (SELECT count(*) FROM d) AS owed"
+)
 
 
 def insert(
@@ -26,27 +51,37 @@ def insert(
     data: Any = None,
     pre_data: Any = None,
     tags: list[dict[str, str]] | None = None,
-) -> int:
-    """Store one event (call inside the change's write transaction); return its id, which is
-    higher than every id given before it (SQLite: AUTOINCREMENT; PostgreSQL: an identity
-    column, whose ids are never reused either; there, two transactions committing together
-    may become visible in the other order)."""
-    return conn.insert(
-        "INSERT INTO events (type, created_at, created_by, created_by_user_id, project, environment,"
-        " feature_name, data, pre_data, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            type,
-            created_at,
-            created_by,
-            created_by_user_id,
-            project,
-            environment,
-            feature_name,
-            _json(data),
-            _json(pre_data),
-            _json(tags),
-        ],
-    )
+) -> tuple[int, int]:
+    """Store one event with the deliveries it owes (call inside the change's write
+    transaction): one pending delivery per matching integration, due at ``created_at``
+    (:func:`flagadmin.store.deliveries.outbox_insert`). Return ``(event id, deliveries
+    written)``.
+
+    The id is higher than every id given before it (SQLite: AUTOINCREMENT; PostgreSQL: an
+    identity column, whose ids are never reused either; there, two transactions committing
+    together may become visible in the other order). On PostgreSQL the event and its
+    deliveries are one statement, one round trip; on SQLite two statements (in-process, no
+    round trip to save).
+    """
+    params = {
+        "type": type,
+        "created_at": created_at,
+        "created_by": created_by,
+        "created_by_user_id": created_by_user_id,
+        "project": project,
+        "environment": environment,
+        "feature_name": feature_name,
+        "data": _json(data),
+        "pre_data": _json(pre_data),
+        "tags": _json(tags),
+        "now": created_at,
+        "quoted_type": deliveries.quoted_type(type),
+    }
+    if conn.dialect == "postgresql":
+        row = conn.one(_INSERT_WITH_DELIVERIES_POSTGRESQL, params)
+        return row["id"], row["owed"]
+    event_id = conn.insert(_INSERT, params)
+    return event_id, deliveries.enqueue(conn, event_id, type, project, environment, created_at)
 
 
 def get(conn: Connection, event_id: int) -> dict[str, Any] | None:
