@@ -306,7 +306,11 @@ def validate_name(conn: Connection, name: str) -> None:
 
     :raise BadDataError: invalid or taken; the details name the ``name`` field.
     """
-    problem = name_problem(name) or _reserved(name) or _taken(conn, name)
+    _refuse_name(name_problem(name) or _reserved(name) or _taken(conn, name))
+
+
+def _refuse_name(problem: str | None) -> None:
+    """:raise BadDataError: ``problem`` (a message about the ``name`` field) is not None."""
     if problem:
         raise BadDataError(f"name: {problem}", details=[f"name: {problem}"])
 
@@ -328,10 +332,11 @@ def create(
     with conn.write(LOCK):
         project(conn, project_id)
         require(conn, caller, project_id, CREATE_FEATURE)
-        validate_name(conn, name)
+        # as validate_name, but a taken name is found by the insert itself (one statement less)
+        _refuse_name(name_problem(name) or _reserved(name))
         # in the order the store reads them back (by type, then value, code point by code point)
         tags = sorted(_unique_tags(body.get("tags") or []), key=lambda tag: (tag["type"], tag["value"]))
-        store_features.insert(
+        flag = store_features.insert(
             conn,
             name=name,
             project_id=project_id,
@@ -342,7 +347,8 @@ def create(
             created_by_user_id=caller.user_id,
             tags=tags,
         )
-        flag = store_features.get(conn, name)
+        if flag is None:  # the name is taken (the lock keeps the flag that has it in place)
+            _refuse_name(_taken(conn, name) or f'a flag named "{name}" already exists: choose another name')
         events.record(
             conn,
             "feature-created",

@@ -208,10 +208,36 @@ def test_create__bad_body__400_naming_the_field_and_nothing_written(client, alic
     assert db.value("SELECT count(*) FROM features WHERE name = 'ok'") == 0
 
 
-def test_create__name_of_a_live_flag__400_naming_name(client, alice):
-    response = create(client, alice, body={"name": "checkout-v2"})
+def test_create__name_of_a_live_flag__400_naming_name_and_nothing_written(client, alice, db):
+    # Given: the live flag of that name as it is, and the newest event
+    before = last_event_id(db), db.all("SELECT * FROM features WHERE name = 'checkout-v2'")
+    environments = db.all(
+        "SELECT * FROM feature_environments WHERE feature_name = 'checkout-v2' ORDER BY name"
+    )
+    # When: a create takes its name (the insert itself finds it taken)
+    response = create(
+        client,
+        alice,
+        body={
+            "name": "checkout-v2",
+            "type": "experiment",
+            "tags": [{"type": "simple", "value": "taken-name"}],
+        },
+    )
+    # Then
     assert response.status_code == 400
     assert response.get_json()["details"][0]["message"].startswith("name: a flag named")
+    assert (last_event_id(db), db.all("SELECT * FROM features WHERE name = 'checkout-v2'")) == before
+    assert (
+        db.all("SELECT * FROM feature_environments WHERE feature_name = 'checkout-v2' ORDER BY name")
+        == environments
+    )
+    assert (
+        db.value(
+            "SELECT count(*) FROM feature_tags WHERE feature_name = 'checkout-v2' AND value = 'taken-name'"
+        )
+        == 0
+    )
 
 
 def test_create__name_of_an_archived_flag__400_saying_to_revive_or_delete_it(client, alice, db):
