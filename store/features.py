@@ -81,15 +81,17 @@ _NEW_FLAG = (
     " created_by_user_id) VALUES (:name, :project_id, :type, :description, 0, :impression_data,"
     " :created_at, :created_by_user_id) ON CONFLICT (name) DO NOTHING"
 )
-#: The new flag's row in every environment of the install, disabled (``:name`` and ``f``: the
-#: flag).
+#: The new flag's row in every environment of the install, disabled: ``{flag}`` is the SQL of
+#: its name, read from ``{source}`` beside the environments.
 _NEW_FLAG_ENVIRONMENTS = (
     "INSERT INTO feature_environments (feature_name, name, enabled) SELECT {flag}, env.name, 0"
     " FROM {source}environments env"
 )
+#: SQLite: the flag's environments after the flag, the name a parameter.
+_NEW_FLAG_ENVIRONMENTS_SQLITE = _NEW_FLAG_ENVIRONMENTS.format(flag=":name", source="")
 #: PostgreSQL: the flag, its environments and the flag read back as :func:`get` reads it, in
-#: one statement (data-modifying CTEs: one round trip instead of three); no row at all when
-#: the name is taken.
+#: one statement (data-modifying CTEs, the new row read from the first: one round trip
+#: instead of three); no row at all when the name is taken.
 _INSERT_POSTGRESQL = (
     f"WITH f AS ({_NEW_FLAG} RETURNING *),"
     f" e AS ({_NEW_FLAG_ENVIRONMENTS.format(flag='f.name', source='f CROSS JOIN ')})"
@@ -128,7 +130,7 @@ def insert(
     if conn.dialect == "postgresql":
         flag = conn.one(_INSERT_POSTGRESQL, params)
     elif conn.run(_NEW_FLAG, params):
-        conn.run(_NEW_FLAG_ENVIRONMENTS.format(flag=":name", source=""), params)
+        conn.run(_NEW_FLAG_ENVIRONMENTS_SQLITE, params)
         flag = get(conn, name)
     else:
         flag = None
