@@ -18,14 +18,16 @@ from .engine import Connection
 #: told "C". Answers list flags, environments and tags in the same order on both engines.
 BYTEWISE = {"sqlite": "", "postgresql": ' COLLATE "C"'}
 
-#: The columns of one flag, with its creator's display fields (spec 2.4's fallbacks).
-_FLAG = (
+#: The columns of one flag, with its creator's display fields (spec 2.4's fallbacks), read
+#: from ``{flags}`` (the table, or the new row of :data:`_INSERT_POSTGRESQL`).
+_FLAG_FROM = (
     "SELECT f.name, f.project_id, f.type, f.description, f.stale, f.impression_data, f.created_at,"
     " f.created_by_user_id, f.archived_at, f.last_seen_at,"
     " coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS creator_name,"
     " u.image_url AS creator_image_url"
-    " FROM features f LEFT JOIN users u ON u.id = f.created_by_user_id"
+    " FROM {flags} f LEFT JOIN users u ON u.id = f.created_by_user_id"
 )
+_FLAG = _FLAG_FROM.format(flags="features")
 
 #: A flag's environments: those it has rows for, typed and ordered by the install's table
 #: (an environment a seed named before that table existed counts as development, order 0).
@@ -81,21 +83,20 @@ _NEW_FLAG = (
     " created_by_user_id) VALUES (:name, :project_id, :type, :description, 0, :impression_data,"
     " :created_at, :created_by_user_id) ON CONFLICT (name) DO NOTHING"
 )
-#: The new flag's row in every environment of the install, disabled: ``{flag}`` is the SQL of
-#: its name, read from ``{source}`` beside the environments.
+#: The new flag's row in every environment of the install, disabled; the flag's name is read
+#: from ``new_flag``.
 _NEW_FLAG_ENVIRONMENTS = (
-    "INSERT INTO feature_environments (feature_name, name, enabled) SELECT {flag}, env.name, 0"
-    " FROM {source}environments env"
+    "INSERT INTO feature_environments (feature_name, name, enabled) SELECT new_flag.name, env.name, 0"
+    " FROM new_flag CROSS JOIN environments env"
 )
-#: SQLite: the flag's environments after the flag, the name a parameter.
-_NEW_FLAG_ENVIRONMENTS_SQLITE = _NEW_FLAG_ENVIRONMENTS.format(flag=":name", source="")
+#: SQLite: the flag's environments, after the flag, its name the parameter.
+_NEW_FLAG_ENVIRONMENTS_SQLITE = f"WITH new_flag (name) AS (VALUES (:name)) {_NEW_FLAG_ENVIRONMENTS}"
 #: PostgreSQL: the flag, its environments and the flag read back as :func:`get` reads it, in
 #: one statement (data-modifying CTEs, the new row read from the first: one round trip
 #: instead of three); no row at all when the name is taken.
 _INSERT_POSTGRESQL = (
-    f"WITH f AS ({_NEW_FLAG} RETURNING *),"
-    f" e AS ({_NEW_FLAG_ENVIRONMENTS.format(flag='f.name', source='f CROSS JOIN ')})"
-    f" {_FLAG.replace('FROM features f', 'FROM f')}"
+    f"WITH new_flag AS ({_NEW_FLAG} RETURNING *), environments_written AS ({_NEW_FLAG_ENVIRONMENTS})"
+    f" {_FLAG_FROM.format(flags='new_flag')}"
 )
 
 
