@@ -78,8 +78,12 @@ CREATE TABLE IF NOT EXISTS features (
     created_at         TEXT NOT NULL,
     created_by_user_id INTEGER REFERENCES users (id),
     archived_at        TEXT CHECK (archived_at IS NULL OR archived_at >= created_at),
-    last_seen_at       TEXT
+    last_seen_at       TEXT,
+    archived_item      BLOB CHECK (archived_item IS NULL OR typeof(archived_item) = 'blob')
 );
+-- archived_item: while the flag is archived, its 4.4 object in its wire bytes (NULL while it is
+-- live), made by the database, by the triggers of "Archived flags' 4.4 items" below (schema
+-- version 9, issue 13).
 -- Covers the per-project counts and health of spec 4.2 without touching the table.
 CREATE INDEX IF NOT EXISTS features_project_health
     ON features (project_id, archived_at, type, created_at, stale);
@@ -89,7 +93,8 @@ CREATE INDEX IF NOT EXISTS features_project_health
 CREATE INDEX IF NOT EXISTS features_creator
     ON features (created_by_user_id, archived_at, created_at, name, project_id, type);
 CREATE INDEX IF NOT EXISTS features_name_listed ON features (name, archived_at, project_id, type, created_at);
-CREATE INDEX IF NOT EXISTS features_archived ON features (archived_at) WHERE archived_at IS NOT NULL;
+-- 4.4's order for a caller who sees every project: most recently archived first, then by name.
+CREATE INDEX IF NOT EXISTS features_archived_order ON features (archived_at DESC, name) WHERE archived_at IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS feature_environments (
     feature_name TEXT NOT NULL REFERENCES features (name),
@@ -104,6 +109,25 @@ CREATE TABLE IF NOT EXISTS favorite_features (
     feature_name TEXT NOT NULL REFERENCES features (name),
     PRIMARY KEY (user_id, feature_name)
 ) WITHOUT ROWID;
+
+-- ==== Archived flags in their 4.4 wire bytes (spec 4.4, 2.6; issue 13, schema version 9) =====
+-- archived_feature_json makes each archived flag's 4.4 object: every field of spec 2.6, keys in
+-- its order, compact, environments by name. features.archived_item keeps it (the triggers of
+-- "Archived flags' 4.4 items" below), so that 4.4 reads stored bytes instead of building every
+-- flag for every request. A 0/1 column is a JSON boolean through json('true'), a constant
+-- that SQLite evaluates once per statement.
+CREATE VIEW IF NOT EXISTS archived_feature_json (name, item) AS
+    SELECT f.name, CAST(json_object(
+        'name', f.name, 'type', f.type, 'description', f.description, 'project', f.project_id,
+        'stale', CASE WHEN f.stale = 1 THEN json('true') ELSE json('false') END,
+        'impressionData', CASE WHEN f.impression_data = 1 THEN json('true') ELSE json('false') END,
+        'createdAt', f.created_at, 'archivedAt', f.archived_at, 'lastSeenAt', f.last_seen_at,
+        'environments', json((SELECT json_group_array(json_object('name', e.name,
+                'lastSeenAt', e.last_seen_at,
+                'enabled', CASE WHEN e.enabled = 1 THEN json('true') ELSE json('false') END))
+            FROM (SELECT * FROM feature_environments WHERE feature_name = f.name ORDER BY name) e)))
+        AS BLOB)
+    FROM features f WHERE f.archived_at IS NOT NULL;
 
 -- events, projects, environments and parameters are JSON text, kept as given.
 CREATE TABLE IF NOT EXISTS integrations (
@@ -386,6 +410,36 @@ CREATE TRIGGER IF NOT EXISTS users_update_active_credentials_version
     WHEN OLD.active IS NOT NEW.active OR OLD.deleted_at IS NOT NEW.deleted_at
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
 
+-- ==== Archived flags' 4.4 items ==============================================================
+-- Each write to an archived flag (or to one that becomes or stops being archived) and to an
+-- archived flag's environments makes its archived_item again from the view, in the same
+-- transaction (NULL once the flag is live again). Writes to live flags cost nothing here.
+-- The update triggers of features (this one and features_update_content_version) name every
+-- column of features but archived_item, so that the writes of archived_item here fire neither
+-- (a column added to features must be added to both lists).
+CREATE TRIGGER IF NOT EXISTS features_insert_archived_item AFTER INSERT ON features
+    WHEN NEW.archived_at IS NOT NULL
+    BEGIN UPDATE features SET archived_item = (SELECT item FROM archived_feature_json WHERE name = NEW.name)
+        WHERE name = NEW.name; END;
+CREATE TRIGGER IF NOT EXISTS features_update_archived_item
+    AFTER UPDATE OF name, project_id, type, description, stale, impression_data, created_at,
+        created_by_user_id, archived_at, last_seen_at ON features
+    WHEN OLD.archived_at IS NOT NULL OR NEW.archived_at IS NOT NULL
+    BEGIN UPDATE features SET archived_item = (SELECT item FROM archived_feature_json WHERE name = NEW.name)
+        WHERE name = NEW.name; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_insert_archived_item AFTER INSERT ON feature_environments
+    WHEN EXISTS (SELECT 1 FROM features WHERE name = NEW.feature_name AND archived_at IS NOT NULL)
+    BEGIN UPDATE features SET archived_item = (SELECT item FROM archived_feature_json WHERE name = NEW.feature_name)
+        WHERE name = NEW.feature_name; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_update_archived_item AFTER UPDATE ON feature_environments
+    WHEN EXISTS (SELECT 1 FROM features WHERE name IN (OLD.feature_name, NEW.feature_name) AND archived_at IS NOT NULL)
+    BEGIN UPDATE features SET archived_item = (SELECT item FROM archived_feature_json j WHERE j.name = features.name)
+        WHERE name IN (OLD.feature_name, NEW.feature_name); END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_delete_archived_item AFTER DELETE ON feature_environments
+    WHEN EXISTS (SELECT 1 FROM features WHERE name = OLD.feature_name AND archived_at IS NOT NULL)
+    BEGIN UPDATE features SET archived_item = (SELECT item FROM archived_feature_json WHERE name = OLD.feature_name)
+        WHERE name = OLD.feature_name; END;
+
 -- ==== Version counters =======================================================================
 
 -- content_version counts every change to the data that 4.2 and 4.4 read, so an answer
@@ -426,7 +480,9 @@ CREATE TRIGGER IF NOT EXISTS project_members_delete_content_version AFTER DELETE
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
 CREATE TRIGGER IF NOT EXISTS features_insert_content_version AFTER INSERT ON features
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'content_version'; END;
-CREATE TRIGGER IF NOT EXISTS features_update_content_version AFTER UPDATE ON features
+CREATE TRIGGER IF NOT EXISTS features_update_content_version
+    AFTER UPDATE OF name, project_id, type, description, stale, impression_data, created_at,
+        created_by_user_id, archived_at, last_seen_at ON features
     WHEN OLD.archived_at IS NOT NULL OR NEW.archived_at IS NOT NULL
         OR OLD.name IS NOT NEW.name OR OLD.project_id IS NOT NEW.project_id
         OR OLD.type IS NOT NEW.type OR OLD.stale IS NOT NEW.stale

@@ -71,9 +71,11 @@ def get_archived_features(caller, conn):
     Deprecated (spec 4.4, 9.3) and still served. Any valid API token. Up to the app's
     ``ARCHIVE_KEEP_WHOLE_FLAGS`` flags (default 2,500, about 400 bytes each), the answer is
     built once and kept (and its gzip made once) until the content version moves; above, the
-    body is streamed in chunks as the database builds each flag's JSON, so memory does not
-    grow with the number of flags. The ETag names the content version and the caller's view
-    of it, so If-None-Match is answered 304 without reading a flag.
+    body is streamed in chunks as the database reads each flag's JSON, so memory does not
+    grow with the number of flags. Either way each flag is its stored JSON bytes
+    (:mod:`flagadmin.store.archived_features`), not built per request. The ETag names the
+    content version and the caller's view of it, so If-None-Match is answered 304 without
+    reading a flag.
     """
     scope = "all" if caller.sees_all_projects else f"user {caller.user_id}"
     content = versions().content
@@ -89,7 +91,7 @@ def get_archived_features(caller, conn):
     bound = current_app.config["ARCHIVE_KEEP_WHOLE_FLAGS"]
     if bound > 0 and archived_features.count(conn, caller.user_id, caller.sees_all_projects) <= bound:
         rows = archived_features.archived_features_json(conn, caller.user_id, caller.sees_all_projects)
-        body = b'{"version":%d,"features":[%s]}' % (FEATURE_SCHEMA_VERSION, ",".join(rows).encode())
+        body = b'{"version":%d,"features":[%s]}' % (FEATURE_SCHEMA_VERSION, b",".join(rows))
         return kept.put(key, Answer(body, etag))
 
     def body() -> Iterator[bytes]:
@@ -103,7 +105,7 @@ def get_archived_features(caller, conn):
         try:
             separator = b""
             for chunk in iter(lambda: list(islice(rows, ROWS_PER_CHUNK)), []):
-                yield separator + ",".join(chunk).encode()
+                yield separator + b",".join(chunk)
                 separator = b","
         finally:
             # a client gone mid-body: end the statement now, before the connection is reused

@@ -69,8 +69,10 @@ CREATE TABLE IF NOT EXISTS features (
     created_at         TEXT NOT NULL,
     created_by_user_id BIGINT REFERENCES users (id),
     archived_at        TEXT CHECK (archived_at IS NULL OR archived_at >= created_at),
-    last_seen_at       TEXT
+    last_seen_at       TEXT,
+    archived_item      BYTEA
 );
+-- archived_item: while the flag is archived, its 4.4 object in its wire bytes (see schema.sql).
 CREATE INDEX IF NOT EXISTS features_project_health
     ON features (project_id, archived_at, type, created_at, stale);
 -- 4.2's flags (schema version 5): a user's live flags, and each favorite's columns, from the
@@ -79,7 +81,8 @@ CREATE INDEX IF NOT EXISTS features_project_health
 CREATE INDEX IF NOT EXISTS features_creator
     ON features (created_by_user_id, archived_at, created_at, name, project_id, type);
 CREATE INDEX IF NOT EXISTS features_name_listed ON features (name, archived_at, project_id, type, created_at);
-CREATE INDEX IF NOT EXISTS features_archived ON features (archived_at) WHERE archived_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS features_archived_order
+    ON features (archived_at DESC, name COLLATE "C") WHERE archived_at IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS feature_environments (
     feature_name TEXT NOT NULL REFERENCES features (name),
@@ -94,6 +97,28 @@ CREATE TABLE IF NOT EXISTS favorite_features (
     feature_name TEXT NOT NULL REFERENCES features (name),
     PRIMARY KEY (user_id, feature_name)
 );
+
+-- ==== Archived flags in their 4.4 wire bytes (spec 4.4, 2.6; issue 13, schema version 9) =====
+-- As in schema.sql: flagadmin_archived_item makes a flag's 4.4 object, the same bytes as
+-- SQLite's; features.archived_item keeps it while the flag is archived, written by the triggers
+-- at the end. PostgreSQL's json_build_object and json_agg put spaces after colons and commas;
+-- row_to_json writes a row compactly, its columns as keys in their order, a boolean column as
+-- true/false and a json column as it is, so the object is a row, and the environments are
+-- joined with string_agg (no space after the comma), by name in code point order ("C").
+CREATE OR REPLACE FUNCTION flagadmin_archived_item(f features) RETURNS BYTEA
+LANGUAGE sql STABLE AS $$
+    SELECT convert_to(CAST(row_to_json(a) AS TEXT), 'UTF8') FROM (
+        SELECT f.name, f.type, f.description, f.project_id AS project, f.stale = 1 AS stale,
+            f.impression_data = 1 AS "impressionData", f.created_at AS "createdAt",
+            f.archived_at AS "archivedAt", f.last_seen_at AS "lastSeenAt",
+            (SELECT CAST(coalesce('[' || string_agg(CAST(row_to_json(e) AS TEXT), ','
+                    ORDER BY e.name COLLATE "C") || ']', '[]') AS JSON)
+                FROM (SELECT fe.name, fe.last_seen_at AS "lastSeenAt", fe.enabled = 1 AS enabled
+                      FROM feature_environments fe WHERE fe.feature_name = f.name) e) AS environments
+    ) a
+$$;
+CREATE OR REPLACE VIEW archived_feature_json (name, item) AS
+    SELECT f.name, flagadmin_archived_item(f) FROM features f WHERE f.archived_at IS NOT NULL;
 
 -- ids are given explicitly, as seeds keep the reference server's: one more than the largest,
 -- under the write lock 'integrations' (store/integrations.py next_id), as SQLite gives a rowid.
@@ -519,3 +544,47 @@ DROP TRIGGER IF EXISTS users_active_credentials_version ON users;
 CREATE TRIGGER users_active_credentials_version AFTER UPDATE ON users
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION flagadmin_move_credentials_version_if_user_state_changed();
+
+-- ==== Archived flags' 4.4 items ==============================================================
+-- As in schema.sql: a flag's row gets its archived_item (or NULL, live) as it is written when it
+-- is or was archived, in the row itself (a BEFORE trigger); a statement that writes archived
+-- flags' environments makes those flags' items again. Writes to live flags and to their
+-- environments write nothing here.
+CREATE OR REPLACE FUNCTION flagadmin_features_archived_item() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.archived_item := CASE WHEN NEW.archived_at IS NULL THEN NULL ELSE flagadmin_archived_item(NEW) END;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION flagadmin_archived_environments_written() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM changed_rows c JOIN features f ON f.name = c.feature_name
+               WHERE f.archived_at IS NOT NULL) THEN
+        UPDATE features f SET archived_item = flagadmin_archived_item(f)
+            WHERE f.archived_at IS NOT NULL AND f.name IN (SELECT feature_name FROM changed_rows);
+    END IF;
+    RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS features_insert_archived_item ON features;
+CREATE TRIGGER features_insert_archived_item BEFORE INSERT ON features
+    FOR EACH ROW WHEN (NEW.archived_at IS NOT NULL) EXECUTE FUNCTION flagadmin_features_archived_item();
+DROP TRIGGER IF EXISTS features_update_archived_item ON features;
+CREATE TRIGGER features_update_archived_item BEFORE UPDATE ON features
+    FOR EACH ROW WHEN (OLD.archived_at IS NOT NULL OR NEW.archived_at IS NOT NULL)
+    EXECUTE FUNCTION flagadmin_features_archived_item();
+DO $$
+DECLARE
+    event TEXT;
+BEGIN
+    FOREACH event IN ARRAY ARRAY['INSERT', 'UPDATE', 'DELETE'] LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON feature_environments',
+                       'feature_environments_' || lower(event) || '_archived_item');
+        EXECUTE format('CREATE TRIGGER %I AFTER %s ON feature_environments REFERENCING %s TABLE AS changed_rows'
+                       ' FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_archived_environments_written()',
+                       'feature_environments_' || lower(event) || '_archived_item', event,
+                       CASE WHEN event = 'DELETE' THEN 'OLD' ELSE 'NEW' END);
+    END LOOP;
+END $$;

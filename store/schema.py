@@ -16,7 +16,7 @@ from pathlib import Path
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -135,7 +135,34 @@ MIGRATIONS: tuple[str, ...] = (
     "PRAGMA legacy_alter_table = ON;"
     "ALTER TABLE integration_events_v8 RENAME TO integration_events;"
     "PRAGMA legacy_alter_table = OFF;",
+    # 8 -> 9: archived flags keep their 4.4 object in its wire bytes (features.archived_item,
+    # issue 13). schema.sql makes the view and the triggers that write it, FILLS[9] fills it;
+    # features_archived_order replaces features_archived (4.4's order, names included), and
+    # features_update_content_version is made again with the columns it watches (not
+    # archived_item, which the new triggers write).
+    "ALTER TABLE features ADD COLUMN archived_item BLOB"
+    " CHECK (archived_item IS NULL OR typeof(archived_item) = 'blob');"
+    "DROP INDEX IF EXISTS features_archived;"
+    "DROP TRIGGER IF EXISTS features_update_content_version;",
 )
+
+#: Upgrades that need what ``schema.sql`` (or ``schema.postgresql.sql``) makes: for version N,
+#: SQL run right after the schema file when a database is upgraded from before N, in the same
+#: transaction. Both engines read the same text: it names only tables and views that both
+#: schema files make. A new database needs none of it (it has no rows to carry over).
+FILLS: dict[int, str] = {
+    # 9: every archived flag's 4.4 item, made by the view that the triggers make them with.
+    9: "UPDATE features SET archived_item ="
+    " (SELECT j.item FROM archived_feature_json j WHERE j.name = features.name)"
+    " WHERE archived_at IS NOT NULL;",
+}
+
+
+def fills(found: int) -> str:
+    """The :data:`FILLS` of an upgrade from version ``found`` (none for a new database)."""
+    if not found:
+        return ""
+    return "".join(FILLS.get(version, "") for version in range(found + 1, SCHEMA_VERSION + 1))
 
 
 #: The same versioned migrations on PostgreSQL, by the same version numbers: N-1 -> N as SQL
@@ -165,6 +192,10 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     # 7 -> 8: nothing. The SQLite log is clustered by integration (log_key); PostgreSQL's heap
     # keeps no order, and a page stays one backward scan of the (integration_id, seq) index.
     "",
+    # 8 -> 9: as on SQLite, features.archived_item, written by the schema file's triggers and
+    # filled by FILLS[9]; features_archived_order replaces features_archived.
+    "ALTER TABLE features ADD COLUMN IF NOT EXISTS archived_item BYTEA;"
+    "DROP INDEX IF EXISTS features_archived;",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts
@@ -230,6 +261,7 @@ def _upgrade(conn: Connection, path: str | Path, found: int) -> None:
             + upgrade
             + "\n"
             + schema_sql()
+            + fills(found)
             + f"\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
         )
     except BaseException as exc:
@@ -290,6 +322,7 @@ def _ensure_postgresql(url: str) -> int:
                         + upgrade
                         + "\n"
                         + postgresql_schema_sql()
+                        + fills(found)
                         + "\nINSERT INTO settings (key, value) VALUES ('schema_version', "
                         + f"'{SCHEMA_VERSION}') ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
                         + "\nCOMMIT;"

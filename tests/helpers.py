@@ -265,10 +265,49 @@ LOG_AS_IN_VERSION_7 = [
 ]
 
 
+#: Statements that give a database the archive of schema version 8 and before, per engine:
+#: no ``features.archived_item`` (so none of the triggers that write it, nor the view and the
+#: function they read), and ``features_archived`` in place of ``features_archived_order``.
+ARCHIVE_AS_IN_VERSION_8 = {
+    "sqlite": [
+        *(
+            f"DROP TRIGGER IF EXISTS {trigger}"
+            for trigger in (
+                "features_insert_archived_item",
+                "features_update_archived_item",
+                "feature_environments_insert_archived_item",
+                "feature_environments_update_archived_item",
+                "feature_environments_delete_archived_item",
+            )
+        ),
+        "DROP VIEW IF EXISTS archived_feature_json",
+        "DROP INDEX IF EXISTS features_archived_order",
+        "CREATE INDEX IF NOT EXISTS features_archived ON features (archived_at)"
+        " WHERE archived_at IS NOT NULL",
+        "ALTER TABLE features DROP COLUMN archived_item",
+    ],
+    "postgresql": [
+        "DROP TRIGGER IF EXISTS features_insert_archived_item ON features",
+        "DROP TRIGGER IF EXISTS features_update_archived_item ON features",
+        *(
+            f"DROP TRIGGER IF EXISTS feature_environments_{event}_archived_item ON feature_environments"
+            for event in ("insert", "update", "delete")
+        ),
+        "DROP VIEW IF EXISTS archived_feature_json",
+        "DROP FUNCTION IF EXISTS flagadmin_archived_item(features)",
+        "DROP INDEX IF EXISTS features_archived_order",
+        "CREATE INDEX IF NOT EXISTS features_archived ON features (archived_at)"
+        " WHERE archived_at IS NOT NULL",
+        "ALTER TABLE features DROP COLUMN archived_item",
+    ],
+}
+
+
 def log_as_in_version_6(conn: sqlite3.Connection) -> None:
     """Give a SQLite file's ``integration_events`` its schema version 6 shape
-    (:data:`LOG_AS_IN_VERSION_6`): what every file of version 6 or older has."""
-    for statement in LOG_AS_IN_VERSION_6["sqlite"]:
+    (:data:`LOG_AS_IN_VERSION_6`), and its archive that of version 8
+    (:data:`ARCHIVE_AS_IN_VERSION_8`): what every file of version 6 or older has."""
+    for statement in LOG_AS_IN_VERSION_6["sqlite"] + ARCHIVE_AS_IN_VERSION_8["sqlite"]:
         conn.execute(statement)
     conn.commit()
 

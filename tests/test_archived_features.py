@@ -8,7 +8,7 @@ import pytest
 
 from flagadmin.seed_documents import demo_files
 
-from helpers import auth
+from helpers import ARCHIVE_AS_IN_VERSION_8, auth
 
 PATH = "/api/admin/archive/features"
 FIELDS = {
@@ -166,7 +166,7 @@ def test_archive__same_data_on_sqlite_and_postgresql__byte_for_byte_the_same_bod
     assert a_tie["description"] is None and a_tie["lastSeenAt"] == "2026-12-23T08:00:00.500Z"
     b_tie = next(f for f in served if f["name"] == "b-tie")
     assert b_tie["description"] == AWKWARD["features"][0]["description"] and b_tie["environments"] == []
-    assert '"stale":true' in on_sqlite[0][[json.loads(t)["name"] for t in on_sqlite[0]].index("B-tie")]
+    assert b'"stale":true' in on_sqlite[0][[json.loads(t)["name"] for t in on_sqlite[0]].index("B-tie")]
     assert {json.loads(t)["name"] for t in on_sqlite[1]} >= {"B-tie", "_tie", "a-tie", "b-tie"}
 
 
@@ -205,3 +205,109 @@ def test_archive__bodies_abandoned_mid_stream__connections_come_back_and_the_nex
     assert response.status_code == 200
     names = [f["name"] for f in response.get_json()["features"]]
     assert len([n for n in names if n.startswith("bulk-")]) == many
+
+
+# --- the stored items (issue 13, schema version 9) -------------------------------------------
+
+
+def stored_and_made(db) -> tuple[dict, dict]:
+    """Every stored 4.4 item (``features.archived_item``), and every item the database makes
+    from the flags as they are now (the view ``archived_feature_json``), by flag name. A live
+    flag has none stored."""
+    live_with_item = "SELECT count(*) FROM features WHERE archived_at IS NULL AND archived_item IS NOT NULL"
+    assert db.value(live_with_item) == 0
+    stored = db.all("SELECT name, archived_item AS item FROM features WHERE archived_item IS NOT NULL")
+    made = db.all("SELECT name, item FROM archived_feature_json")
+    return {r["name"]: bytes(r["item"]) for r in stored}, {r["name"]: bytes(r["item"]) for r in made}
+
+
+def test_archive__stored_items__made_again_by_every_write_to_an_archived_flag(client, alice, db, admin_token):
+    """Spec 4.4 from stored items: after each kind of write (through the API, and straight to
+    the tables as a seed or a future write path would), the stored items are exactly what the
+    view makes, and 4.4 serves them."""
+    from flag_helpers import features_path
+
+    seeded = archived_in_seed()[0]["name"]
+
+    def check(present: str | None = None, absent: str | None = None) -> dict:
+        stored, made = stored_and_made(db)
+        assert stored == made
+        assert len(stored) >= len(archived_in_seed())
+        served = {f["name"]: f for f in client.get(PATH, headers=auth(admin_token)).get_json()["features"]}
+        assert set(served) == set(stored)
+        if present is not None:
+            assert present in stored
+        if absent is not None:
+            assert absent not in stored
+        return served
+
+    # Given: the demo data, stored as the view makes it
+    check(present=seeded)
+    # When / Then: a new live flag is not stored; archived, it is
+    response = client.post(features_path("default"), json={"name": "kept-1"}, headers=auth(alice))
+    assert response.status_code == 201
+    check(absent="kept-1")
+    assert client.delete(features_path("default") + "/kept-1", headers=auth(alice)).status_code == 202
+    assert check(present="kept-1")["kept-1"]["environments"] != []
+    # writes straight to an archived flag and to its environments
+    for statement in (
+        "UPDATE features SET description = 'now \"quoted\"\nand two lines', stale = 1 - stale WHERE name = ?",
+        "UPDATE feature_environments SET enabled = 1 - enabled, last_seen_at = '2026-12-01T00:00:00.000Z'"
+        " WHERE feature_name = ?",
+        "INSERT INTO feature_environments (feature_name, name, enabled) VALUES (?, 'added', 1)",
+        "DELETE FROM feature_environments WHERE feature_name = ? AND name = 'added'",
+    ):
+        with db.write():
+            db.run(statement, [seeded])
+        check(present=seeded)
+    served = check()[seeded]
+    assert served["description"] == 'now "quoted"\nand two lines'
+    assert [e["name"] for e in served["environments"]] == sorted(e["name"] for e in served["environments"])
+    # revived, it leaves; archived again and deleted for good, it leaves too
+    assert client.post("/api/admin/archive/revive/kept-1", headers=auth(alice)).status_code == 200
+    check(absent="kept-1")
+    assert client.delete(features_path("default") + "/kept-1", headers=auth(alice)).status_code == 202
+    check(present="kept-1")
+    assert client.delete("/api/admin/archive/kept-1", headers=auth(alice)).status_code == 200
+    check(absent="kept-1")
+    # moved to another project straight in the table, the item moves with it (its key changes)
+    moved_to = db.value(
+        "SELECT id FROM projects WHERE id <> (SELECT project_id FROM features WHERE name = ?)", [seeded]
+    )
+    with db.write():
+        db.run("UPDATE features SET project_id = ? WHERE name = ?", [moved_to, seeded])
+    assert check(present=seeded)[seeded]["project"] == moved_to
+
+
+def test_ensure_schema__version_8_database__archived_flags_stored_and_4_4_unchanged(
+    engine, database, db, client, admin_token, victor
+):
+    """The real 8 -> 9 upgrade on either engine: a database without the stored items gets the
+    column, its triggers, and an item for every archived flag; 4.4 serves the same bytes as
+    before, and features_archived_order replaces features_archived."""
+    from flagadmin.store import schema
+
+    # Given: the answers of 4.4, then the database taken back to version 8
+    before = {who: client.get(PATH, headers=auth(who)).get_data() for who in (admin_token, victor)}
+    with db.write():
+        for statement in ARCHIVE_AS_IN_VERSION_8[engine]:
+            db.run(statement)
+        if engine == "postgresql":
+            db.run("UPDATE settings SET value = '8' WHERE key = 'schema_version'")
+    if engine == "sqlite":
+        db.run("PRAGMA user_version = 8")
+    # When
+    found = schema.ensure_schema(database)
+    # Then: every archived flag stored, as the view makes it, and the same answers
+    assert found == 8
+    stored, made = stored_and_made(db)
+    assert stored == made
+    assert len(stored) == db.value("SELECT count(*) FROM features WHERE archived_at IS NOT NULL") > 0
+    indexes = "sqlite_master WHERE type = 'index' AND" if engine == "sqlite" else "pg_indexes WHERE"
+    name = "name" if engine == "sqlite" else "indexname"
+    assert db.value(f"SELECT count(*) FROM {indexes} {name} = 'features_archived'") == 0
+    assert db.value(f"SELECT count(*) FROM {indexes} {name} = 'features_archived_order'") == 1
+    from flagadmin.app import create_app
+
+    fresh = create_app({"DATABASE": database, "TESTING": True}).test_client()
+    assert {who: fresh.get(PATH, headers=auth(who)).get_data() for who in (admin_token, victor)} == before

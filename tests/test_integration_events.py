@@ -8,7 +8,7 @@ import pytest
 from flagadmin.seed_documents import demo_files
 from flagadmin.store import integration_events
 
-from helpers import LOG_AS_IN_VERSION_6, LOG_AS_IN_VERSION_7, auth
+from helpers import ARCHIVE_AS_IN_VERSION_8, LOG_AS_IN_VERSION_6, LOG_AS_IN_VERSION_7, auth
 
 PATH = "/api/admin/addons/{id}/events"
 
@@ -318,7 +318,7 @@ def test_upgrade_from_6__every_page_keeps_its_bytes__items_stored(db, database, 
             event='{"id":7,"type":"feature-created"}',
             details='{"status":500}',
         )
-        for statement in LOG_AS_IN_VERSION_6[db.dialect]:
+        for statement in LOG_AS_IN_VERSION_6[db.dialect] + ARCHIVE_AS_IN_VERSION_8[db.dialect]:
             db.run(statement)
         if db.dialect == "sqlite":
             db.run("PRAGMA user_version = 6")
@@ -475,7 +475,7 @@ def test_upgrade_from_7__log_clustered_by_integration__every_page_keeps_its_byte
         append_rows(db, 7, 30)
         append_rows(db, 1, 10)
     with db.write():
-        for statement in LOG_AS_IN_VERSION_7:
+        for statement in LOG_AS_IN_VERSION_7 + ARCHIVE_AS_IN_VERSION_8["sqlite"]:
             db.run(statement)
         db.run("PRAGMA user_version = 7")
     bounds = {n: integration_events.head(db, n) for n in (1, 2, 7)}
