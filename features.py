@@ -105,8 +105,13 @@ def project(conn: Connection, project_id: str) -> dict[str, Any]:
     """
     found = store_projects.get(conn, project_id)
     if found is None:
-        raise NotFoundError(f'There is no project "{project_id}".')
+        raise no_project(project_id)
     return found
+
+
+def no_project(project_id: str) -> NotFoundError:
+    """The 404 of a path that names a project that does not exist."""
+    return NotFoundError(f'There is no project "{project_id}".')
 
 
 def flag_in_project(
@@ -119,9 +124,10 @@ def flag_in_project(
         flag is when the caller can see that project).
     :raise NoAccessError: the caller lacks ``permission`` in the project.
     """
-    project(conn, project_id)
+    project_found, flag = store_features.get_beside_project(conn, project_id, name)
+    if not project_found:
+        raise no_project(project_id)
     require(conn, caller, project_id, permission)
-    flag = store_features.get(conn, name)
     if flag is None or flag["project_id"] != project_id:
         elsewhere = ""
         if flag is not None and sees_project(conn, caller, flag["project_id"]):
