@@ -557,6 +557,8 @@ BEGIN
     RETURN NEW;
 END $$;
 
+-- The EXISTS first: an UPDATE of no row would still fire the statement triggers of features
+-- (creations write a live flag's environments, every time).
 CREATE OR REPLACE FUNCTION flagadmin_archived_environments_written() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
