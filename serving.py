@@ -23,6 +23,7 @@ import threading
 import time
 
 import waitress
+from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 
 log = logging.getLogger("flagadmin")
@@ -30,6 +31,46 @@ log = logging.getLogger("flagadmin")
 #: waitress limits: larger requests are refused by waitress itself (431, 413, plain text).
 MAX_REQUEST_HEADER_SIZE = 256 * 1024
 MAX_REQUEST_BODY_SIZE = 1024 * 1024
+
+
+class Channel(HTTPChannel):
+    """waitress's HTTP channel, without its main loop spinning while a task thread sends.
+
+    waitress (3.0) asks ``select`` whether a connection is writable whenever its output buffer
+    holds bytes. While a request's task runs, the task thread appends its response there and
+    sends it itself, at once (``send_bytes`` is 1); the main loop must not send then, so its
+    ``handle_write`` does nothing. But a socket with room in its buffer is always writable: for
+    as long as the task thread is inside that send (on loopback, the receiver's side of TCP
+    runs in the sender's system call), ``select`` returns at once, again and again. Measured
+    under 8 connections of flag archives on one core: about ten ``select`` calls per request,
+    each taking the GIL back from the threads that do the work.
+
+    Here a connection is not polled for writing while its task runs and the last send took
+    every byte given to it: the bytes in the buffer are then ones the task thread has just
+    appended and is sending. When a send leaves bytes behind (the client reads slower than we
+    write), the connection is polled as before, and waitress's task thread has already woken
+    the main loop (its trigger) to send them when the socket has room; at the end of every task
+    it wakes it again. Closing connections are polled as before.
+    """
+
+    #: The last send of this connection left bytes in its output buffer.
+    _behind = False
+
+    def _flush_some(self, do_close: bool = True) -> bool:
+        try:
+            return super()._flush_some(do_close=do_close)
+        finally:
+            self._behind = bool(self.total_outbufs_len)
+
+    def writable(self) -> bool:
+        if (
+            self.requests
+            and not self._behind
+            and self.adj.send_bytes <= 1
+            and not (self.will_close or self.close_when_flushed)
+        ):
+            return False
+        return super().writable()
 
 
 def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30.0) -> None:
@@ -49,6 +90,8 @@ def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30
         max_request_body_size=MAX_REQUEST_BODY_SIZE,
         clear_untrusted_proxy_headers=True,
     )
+    for listener in _listeners(server):
+        listener.channel_class = Channel
     wake_read, wake_write = os.pipe()
     drain = threading.Thread(
         target=_drain_when_woken, args=(wake_read, server, drain_timeout), name="flagadmin-drain", daemon=True
