@@ -41,9 +41,10 @@ class Channel(HTTPChannel):
     sends it itself, at once (``send_bytes`` is 1); the main loop must not send then, so its
     ``handle_write`` does nothing. But a socket with room in its buffer is always writable: for
     as long as the task thread is inside that send (on loopback, the receiver's side of TCP
-    runs in the sender's system call), ``select`` returns at once, again and again. Measured
-    under 8 connections of flag archives on one core: about ten ``select`` calls per request,
-    each taking the GIL back from the threads that do the work.
+    runs in the sender's system call), ``select`` returns at once, again and again, whenever
+    the loop is awake (woken by another connection). Measured under 8 connections of flag
+    archives on one core: 15 ``select`` calls per request, each taking the GIL back from the
+    threads that do the work (bench/RESULTS.md, "waitress's main loop spinning").
 
     Here a connection is not polled for writing while its task runs and the last send took
     every byte given to it: the bytes in the buffer are then ones the task thread has just
@@ -51,6 +52,10 @@ class Channel(HTTPChannel):
     write), the connection is polled as before, and waitress's task thread has already woken
     the main loop (its trigger) to send them when the socket has room; at the end of every task
     it wakes it again. Closing connections are polled as before.
+
+    It overrides ``HTTPChannel.writable`` and the internal ``_flush_some`` of waitress 3.0
+    (pyproject keeps waitress below 4); ``tests/test_serving_channel.py`` checks both halves
+    against the installed waitress.
     """
 
     #: The last send of this connection left bytes in its output buffer.
