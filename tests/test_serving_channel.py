@@ -1,8 +1,9 @@
 """``serving.Channel``: waitress's main loop does not spin while a task thread sends, and a
 response still goes out whole to a client that reads slowly.
 
-A real waitress server (the one ``serving.serve`` builds, with ``serving.Channel``) runs in a
-thread of the test process, on 127.0.0.1, so that the test can count what its main loop does.
+A real waitress server with ``serving.Channel`` as its channel class (as ``serving.serve`` sets
+it on its listeners) runs in a thread of the test process, on 127.0.0.1, so that the test can
+count what its main loop does.
 """
 
 from __future__ import annotations
@@ -53,18 +54,17 @@ def running(app, channel_class, **adjustments):
         assert not loop.is_alive()
 
 
-def get(server, path: str, *, receive_buffer: int | None = None, pause: float = 0.0) -> bytes:
-    """One HTTP/1.1 GET with ``Connection: close``; the whole answer (head and body) in bytes.
-    With ``pause``, the client sleeps that many seconds after each read of 64 KiB."""
+def read_slowly(server, *, receive_buffer: int, pause: float) -> bytes:
+    """One HTTP/1.1 GET / with ``Connection: close``, read through a receive buffer of
+    ``receive_buffer`` bytes, sleeping ``pause`` seconds after each read of up to 64 KiB; the
+    whole answer (head and body) in bytes."""
     with socket.create_connection(("127.0.0.1", server.effective_port), timeout=10) as client:
-        if receive_buffer:
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-        client.sendall(f"GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".encode())
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        client.sendall(b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
         parts = []
         while part := client.recv(65536):
             parts.append(part)
-            if pause:
-                time.sleep(pause)
+            time.sleep(pause)
         return b"".join(parts)
 
 
@@ -88,7 +88,7 @@ def test_channel__client_reads_slowly__the_main_loop_sends_what_the_task_left_wh
     ) as server:
         server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 * 1024)  # accepted ones inherit it
         # When: a client with a small receive buffer reads it slowly (64 KiB, then 2 ms)
-        answer = get(server, "/", receive_buffer=32 * 1024, pause=0.002)
+        answer = read_slowly(server, receive_buffer=32 * 1024, pause=0.002)
     # Then: whole; the main loop sent what the task thread could not, each time the socket had
     # room (never waiting for its 30 s timeout: the client's recv gives up after 10 s)
     head, _, body = answer.partition(b"\r\n\r\n")
