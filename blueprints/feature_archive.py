@@ -21,6 +21,17 @@ class ArchivedFlagName(BaseConverter):
     regex = r"(?!features$)[^/]+"
 
 
+#: DELETE's flag name as the document gives it: :class:`ArchivedFlagName`'s rule as a pattern,
+#: so that a client (or schemathesis) built from the document never sends ``features`` there,
+#: where 4.4's path answers DELETE with a 405.
+DELETED_FLAG = {
+    "featureName": PathParameter(
+        "Name of an archived flag (any but `features`, 4.4's own path).",
+        {"type": "string", "pattern": f"^{ArchivedFlagName.regex}$"},
+    )
+}
+
+
 bp.record_once(lambda setup: setup.app.url_map.converters.setdefault("archivedflag", ArchivedFlagName))
 
 FLAG = {"featureName": PathParameter("Name of an archived flag.")}
@@ -50,7 +61,7 @@ def revive_feature(caller, conn, featureName):
     section=SECTION,
     summary="Delete an archived flag",
     response=None,
-    path=FLAG,
+    path=DELETED_FLAG,
     statuses=(403, 409),
 )
 def delete_feature(caller, conn, featureName):

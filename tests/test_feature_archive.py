@@ -4,6 +4,8 @@ and ETags follow each write)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from flag_helpers import (
@@ -205,6 +207,24 @@ def test_delete__live_flag__409_saying_to_archive_it_first(client, alice, db):
 
 def test_delete__unknown_flag__404(client, alice):
     assert client.delete(delete_path("nope"), headers=auth(alice)).status_code == 404
+
+
+def test_delete__the_name_features__not_a_documented_flag_name__4_4s_path_answers_405(client, alice):
+    """``features`` is 4.4's own path and a name no flag may take: the document's pattern for
+    DELETE's ``featureName`` leaves it out (so no client built from the document sends it), and
+    DELETE there is a 405 saying what the path allows; GET there is still 4.4."""
+    document = client.get("/docs/openapi.json").get_json()
+    (parameter,) = document["paths"]["/api/admin/archive/{featureName}"]["delete"]["parameters"]
+    pattern = re.compile(parameter["schema"]["pattern"])
+    assert [bool(pattern.search(name)) for name in ("features", "features-2", "checkout-v2")] == [
+        False,
+        True,
+        True,
+    ]
+    response = client.delete(delete_path("features"), headers=auth(alice))
+    assert response.status_code == 405
+    assert "GET" in response.get_json()["message"]
+    assert client.get(ARCHIVE, headers=auth(alice)).status_code == 200
 
 
 @pytest.mark.parametrize(("user", "status"), [("kenji", 403), ("sam", 200)])
