@@ -115,16 +115,24 @@ def no_project(project_id: str) -> NotFoundError:
 
 
 def flag_in_project(
-    conn: Connection, caller: Any, project_id: str, name: str, permission: str | None
+    conn: Connection,
+    caller: Any,
+    project_id: str,
+    name: str,
+    permission: str | None,
+    *,
+    event_tags: bool = False,
 ) -> dict[str, Any]:
     """The flag ``name`` of project ``project_id`` (live or archived), once the project exists
-    and ``caller`` holds ``permission`` in it.
+    and ``caller`` holds ``permission`` in it. ``event_tags``: with its tags as events carry
+    them under ``event_tags``, read by the same statement (for a write that records an event
+    and leaves the tags as they are).
 
     :raise NotFoundError: no such project, or no such flag in it (the message says where the
         flag is when the caller can see that project).
     :raise NoAccessError: the caller lacks ``permission`` in the project.
     """
-    project_found, flag = store_features.get_beside_project(conn, project_id, name)
+    project_found, flag = store_features.get_beside_project(conn, project_id, name, event_tags=event_tags)
     if not project_found:
         raise no_project(project_id)
     require(conn, caller, project_id, permission)
@@ -587,7 +595,7 @@ def set_enabled(
     :raise ConflictError: the flag is archived.
     """
     with conn.write(LOCK):
-        flag = flag_in_project(conn, caller, project_id, name, UPDATE_FEATURE_ENVIRONMENT)
+        flag = flag_in_project(conn, caller, project_id, name, UPDATE_FEATURE_ENVIRONMENT, event_tags=True)
         if store_environments.get(conn, environment) is None:
             known = ", ".join(env["name"] for env in store_environments.list_all(conn)) or "none yet"
             raise NotFoundError(
@@ -603,7 +611,7 @@ def set_enabled(
                 project=project_id,
                 environment=environment,
                 feature_name=name,
-                tags=_event_tags(conn, name),
+                tags=flag["event_tags"],
                 clock=clock,
             )
         return feature_wire(conn, flag, caller.user_id)
@@ -617,7 +625,7 @@ def archive(conn: Connection, caller: Any, project_id: str, name: str, clock: Cl
     :raise ConflictError: the flag is archived already.
     """
     with conn.write(LOCK):
-        flag = flag_in_project(conn, caller, project_id, name, DELETE_FEATURE)
+        flag = flag_in_project(conn, caller, project_id, name, DELETE_FEATURE, event_tags=True)
         if flag["archived_at"] is not None:
             raise ConflictError(
                 f'Flag "{name}" is archived already (since {flag["archived_at"]}). Revive it with '
@@ -631,7 +639,7 @@ def archive(conn: Connection, caller: Any, project_id: str, name: str, clock: Cl
             Actor.of_caller(caller),
             project=project_id,
             feature_name=name,
-            tags=_event_tags(conn, name),
+            tags=flag["event_tags"],
             clock=clock,
         )
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import orjson
+
 from .engine import Connection
 
 #: What makes a text ORDER BY bytewise, per dialect: SQLite compares text as bytes (BINARY);
@@ -51,21 +53,51 @@ def get(conn: Connection, name: str) -> dict[str, Any] | None:
 #: The flag named ``:name`` beside project ``:project_id``: one row when the project exists
 #: (the flag's columns NULL when no flag has that name, wherever it is), none otherwise.
 _FLAG_BESIDE_PROJECT = (
-    f"SELECT p.id AS beside_project, {_FLAG_COLUMNS} FROM projects p"
+    f"SELECT p.id AS beside_project, {_FLAG_COLUMNS}{{extra}} FROM projects p"
     " LEFT JOIN features f ON f.name = :name LEFT JOIN users u ON u.id = f.created_by_user_id"
     " WHERE p.id = :project_id"
 )
 
+#: The flag's tags as events carry them (spec 2.3: ``[{"value", "type"}]``, by type then
+#: value, bytewise), as one JSON text, per dialect: a column of the flag's own row.
+_EVENT_TAGS = {
+    "sqlite": (
+        "(SELECT json_group_array(json_object('value', t.value, 'type', t.type))"
+        " FROM (SELECT type, value FROM feature_tags WHERE feature_name = f.name ORDER BY type, value) t)"
+    ),
+    "postgresql": (
+        "(SELECT CAST(coalesce(json_agg(json_build_object('value', t.value, 'type', t.type)"
+        ' ORDER BY t.type COLLATE "C", t.value COLLATE "C"), \'[]\') AS TEXT)'
+        " FROM feature_tags t WHERE t.feature_name = f.name)"
+    ),
+}
 
-def get_beside_project(conn: Connection, project_id: str, name: str) -> tuple[bool, dict[str, Any] | None]:
+_FLAG_BESIDE_PROJECT_SQL = {
+    (dialect, with_tags): _FLAG_BESIDE_PROJECT.format(extra=f", {tags} AS event_tags" if with_tags else "")
+    for dialect, tags in _EVENT_TAGS.items()
+    for with_tags in (False, True)
+}
+
+
+def get_beside_project(
+    conn: Connection, project_id: str, name: str, *, event_tags: bool = False
+) -> tuple[bool, dict[str, Any] | None]:
     """Whether project ``project_id`` exists, and the flag ``name`` (live or archived, in any
     project; None when there is none), in one statement: one round trip where a project check
-    and a flag lookup took two. The flag's keys are :func:`get`'s."""
-    row = conn.one(_FLAG_BESIDE_PROJECT, {"project_id": project_id, "name": name})
+    and a flag lookup took two. The flag's keys are :func:`get`'s; with ``event_tags``, also
+    ``event_tags``, its tags as events carry them (``[{"value", "type"}]``, by type then
+    value), read by the same statement instead of a second one (:func:`tags`)."""
+    row = conn.one(
+        _FLAG_BESIDE_PROJECT_SQL[conn.dialect, event_tags], {"project_id": project_id, "name": name}
+    )
     if row is None:
         return False, None
     del row["beside_project"]
-    return True, (row if row["name"] is not None else None)
+    if row["name"] is None:
+        return True, None
+    if event_tags:
+        row["event_tags"] = orjson.loads(row["event_tags"])
+    return True, row
 
 
 def environments(conn: Connection, name: str) -> list[dict[str, Any]]:

@@ -167,6 +167,41 @@ def test_create__tags_out_of_order_and_repeated__answer_event_and_read_agree(cli
     assert event["tags"] == [{"value": tag["value"], "type": tag["type"]} for tag in expected]
 
 
+@pytest.mark.parametrize("with_tags", [True, False], ids=["tags", "no-tags"])
+def test_switch_on_and_archive__events_carry_the_tags_as_a_read_gives_them(client, alice, db, with_tags):
+    """The events of a switch and of an archive carry the flag's tags (spec 6), read with the
+    flag by the same statement: by type then value, code point by code point; none: []."""
+    # Given
+    tags = [
+        {"type": "simple", "value": "zeta"},
+        {"type": "area", "value": "été"},
+        {"type": "area", "value": "ete"},
+    ]
+    response = create(client, alice, body={**NEW, "tags": tags if with_tags else []})
+    assert response.status_code == 201, response.get_json()
+    expected = [{"value": tag["value"], "type": tag["type"]} for tag in response.get_json()["tags"]]
+    assert expected == (
+        [
+            {"value": "ete", "type": "area"},
+            {"value": "été", "type": "area"},
+            {"value": "zeta", "type": "simple"},
+        ]
+        if with_tags
+        else []
+    )
+    before = last_event_id(db)
+    # When
+    switched = client.post(toggle_path("default", "new-checkout", "development", "on"), headers=auth(alice))
+    archived = client.delete(flag_path("default", "new-checkout"), headers=auth(alice))
+    # Then
+    assert (switched.status_code, archived.status_code) == (200, 202)
+    written = events_since(db, before)
+    assert [(event["type"], event["tags"]) for event in written] == [
+        ("feature-environment-enabled", expected),
+        ("feature-archived", expected),
+    ]
+
+
 def test_create__only_the_required_reference_properties__201_a_release_flag(client, alice):
     response = create(client, alice, body=example_of("createFeatureSchema", optional=False))
     assert response.status_code == 201
