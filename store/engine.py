@@ -216,13 +216,18 @@ class WalIndex:
 
     Why: every ``sqlite3`` statement lets go of the GIL (around each step), and in a server
     of eight threads on one core a let-go wakes another thread for nothing; measured
-    (bench/RESULTS.md, "The commit counter without SQL"), the one ``PRAGMA`` of a request whose
+    (bench/RESULTS.md, "What a sqlite3 call costs"), the one ``PRAGMA`` of a request whose
     answer was kept cost 10 to 30 µs of server CPU, though about 3 µs in a single thread. This
     read takes about 1 µs and never lets go of the GIL.
 
-    Only valid while a connection of this process that has read the database in WAL mode is
-    open (SQLite deletes the file only when it closes the last connection): one instance per
-    :class:`Connection`, opened after its first read (:meth:`open`), closed with it.
+    The descriptor stays open while this process has any SQLite connection to the database
+    (:meth:`opened`, :meth:`closed`: every connection flagadmin opens is counted): closing a
+    descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
+    (https://www.sqlite.org/howtocorrupt.html, section 2.2). Without its lock on the ``-shm``
+    file, another process that opens the database takes it for its first user and truncates
+    the file under this process's connections (a bus error, measured). One instance per
+    database path in the process, made on first use by a connection that has read the
+    database (so the file is there and SQLite holds it), read only by open connections.
     """
 
     #: The ``iVersion`` of every wal-index SQLite has written since WAL began (3.7.0).
@@ -230,23 +235,63 @@ class WalIndex:
     #: One copy of the header: 48 bytes, twelve native 32-bit words.
     _HEADER = struct.Struct("=12I")
 
-    def __init__(self, index: mmap.mmap):
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    #: SQLite connections flagadmin has open, per database (absolute path).
+    _connections: ClassVar[dict[str, int]] = {}
+    #: The index of each database that has one, while any of its connections is open.
+    _indexes: ClassVar[dict[str, WalIndex]] = {}
+
+    def __init__(self, fd: int, index: mmap.mmap | None):
+        self._fd = fd
         self._map = index
 
     @classmethod
-    def open(cls, database_path: str) -> WalIndex | None:
-        """A view of the wal-index of ``database_path`` (``<path>-shm``), or None when there
-        is none to read (no such file, or shorter than the two headers)."""
-        try:
-            fd = os.open(database_path + "-shm", os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            return cls(mmap.mmap(fd, 2 * cls._HEADER.size, access=mmap.ACCESS_READ))
-        except (OSError, ValueError):
-            return None
-        finally:
-            os.close(fd)
+    def opened(cls, database_path: str) -> None:
+        """Count a SQLite connection just opened to ``database_path``."""
+        key = os.path.abspath(database_path)
+        with cls._lock:
+            cls._connections[key] = cls._connections.get(key, 0) + 1
+
+    @classmethod
+    def closed(cls, database_path: str) -> None:
+        """Count a SQLite connection just closed; with the last one, close the index (the
+        process holds no lock on the file any more, so closing drops none)."""
+        key = os.path.abspath(database_path)
+        with cls._lock:
+            left = cls._connections.get(key, 0) - 1
+            if left > 0:
+                cls._connections[key] = left
+                return
+            cls._connections.pop(key, None)
+            index = cls._indexes.pop(key, None)
+        if index is not None:
+            if index._map is not None:
+                index._map.close()
+            os.close(index._fd)
+
+    @classmethod
+    def of(cls, database_path: str) -> WalIndex | None:
+        """The index of ``database_path`` (``<path>-shm``), opened once per process, or None when
+        there is none to read (no such file, or shorter than the two headers). Call it from
+        an open connection that has read the database."""
+        key = os.path.abspath(database_path)
+        with cls._lock:
+            index = cls._indexes.get(key)
+            if index is not None or not cls._connections.get(key):
+                return index if index is not None and index._map is not None else None
+            try:
+                fd = os.open(key + "-shm", os.O_RDONLY)
+            except OSError:
+                return None
+            try:
+                mapped = mmap.mmap(fd, 2 * cls._HEADER.size, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                # not mapped, so nothing of it is read: kept open all the same, for the locks'
+                # sake, until the last connection closes
+                mapped = None
+            index = cls(fd, mapped)
+            cls._indexes[key] = index
+            return index if mapped is not None else None
 
     def header(self) -> bytes | None:
         """The 48 bytes of the current header, or None when they cannot be trusted right now
@@ -266,16 +311,13 @@ class WalIndex:
             return None
         return first
 
-    def close(self) -> None:
-        """Unmap the file."""
-        self._map.close()
-
 
 def _open(
     path: str, timeout_ms: int, *, group_commit: bool, any_thread: bool
 ) -> tuple[sqlite3.Connection, bool]:
     """A sqlite3 connection to ``path`` with flagadmin's settings (see :class:`Connection`), and
-    whether its commits are synced by :class:`WalSync` (WAL mode and ``group_commit``).
+    whether its commits are synced by :class:`WalSync` (WAL mode and ``group_commit``). Counted
+    by :meth:`WalIndex.opened`: whoever closes it calls :meth:`WalIndex.closed`.
 
     :raise NotADatabase: the file is not a SQLite database.
     :raise Unavailable: the file cannot be opened.
@@ -295,6 +337,7 @@ def _open(
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
+    WalIndex.opened(path)
     return conn, wal
 
 
@@ -346,6 +389,7 @@ class _Writer:
     def __del__(self) -> None:
         if self._conn is not None:
             self._conn.close()
+            WalIndex.closed(self.path)
 
 
 class Connection:
@@ -392,6 +436,10 @@ class Connection:
         #: :class:`WalIndex`); opened on the first call, so after this connection has read.
         self._wal_index: WalIndex | None = None
         self._wal_index_wanted = wal
+        self._closed = False
+        #: the file as WalIndex counts it: absolute, as it was when opened (a later chdir moves
+        #: nothing)
+        self._absolute_path = os.path.abspath(self.path)
 
     # --- running SQL ----------------------------------------------------------------------
 
@@ -587,10 +635,10 @@ class Connection:
                 return header
         counter = self._execute("PRAGMA data_version").fetchone()[0]
         if index is None and self._wal_index_wanted:
-            # the PRAGMA has this connection reading the WAL database, so its -shm file
-            # lives at least as long as this connection (see WalIndex)
+            # the PRAGMA has this connection reading the WAL database, so SQLite holds its
+            # -shm file (see WalIndex)
             self._wal_index_wanted = False
-            self._wal_index = WalIndex.open(self.path)
+            self._wal_index = WalIndex.of(self._absolute_path)
             if self._wal_index is not None:
                 return self._wal_index.header() or counter
         return counter
@@ -607,11 +655,13 @@ class Connection:
 
     def close(self) -> None:
         """Close the connection (the process's writing connection closes with the last one)."""
+        if self._closed:
+            return
+        self._closed = True
         self._conn.close()
         self._writer = None
-        if self._wal_index is not None:
-            self._wal_index.close()
-            self._wal_index = None
+        self._wal_index = None
+        WalIndex.closed(self._absolute_path)
 
     def __enter__(self) -> Connection:
         return self

@@ -4,7 +4,9 @@ of every commit at once, another process's included. Real files, a real second p
 
 from __future__ import annotations
 
-import shutil
+import fcntl
+import mmap
+import os
 import sqlite3
 import subprocess
 import sys
@@ -84,27 +86,26 @@ def test_last_other_connection_closed__the_index_still_follows_commits(db_path):
         assert conn.commit_counter() != before
 
 
-def header_file(tmp_path: Path, db_path: Path, change=None) -> WalIndex | None:
-    """A WalIndex over a copy of ``db_path``'s -shm file, its first 96 bytes changed by
-    ``change(bytearray)`` when given."""
-    copy = tmp_path / "copy.db"
-    shutil.copyfile(f"{db_path}-shm", f"{copy}-shm")
+def header_copy(tmp_path: Path, db_path: Path, change=None) -> WalIndex:
+    """A WalIndex over a copy of ``db_path``'s -shm file (no SQLite connection to the copy),
+    its first 96 bytes changed by ``change(bytearray)`` when given."""
+    data = bytearray(Path(f"{db_path}-shm").read_bytes())
     if change is not None:
-        data = bytearray(Path(f"{copy}-shm").read_bytes())
         change(data)
-        Path(f"{copy}-shm").write_bytes(bytes(data))
-    return WalIndex.open(str(copy))
+    copy = tmp_path / f"copy-{change.__name__ if change else 'whole'}.db-shm"
+    copy.write_bytes(bytes(data))
+    fd = os.open(copy, os.O_RDONLY)
+    return WalIndex(fd, mmap.mmap(fd, 96, access=mmap.ACCESS_READ))
 
 
 def test_wal_index_header__only_a_whole_checked_header_is_trusted(db_path, tmp_path):
     """A copy of a real header is read as it is; copies that differ (a writer between them), a
     wrong checksum, an uninitialised header or an unknown version give None (the caller asks
-    SQLite instead); no -shm file gives no index."""
+    SQLite instead); a database without a -shm file, or with no connection open, has no index."""
     with connect(db_path) as conn:
         live = conn.commit_counter()
-        whole = header_file(tmp_path, db_path)
-        assert whole is not None and whole.header() == live
-        whole.close()
+        whole = header_copy(tmp_path, db_path)
+        assert whole.header() == live
 
         def second_copy_differs(data):
             data[48 + 16] ^= 0xFF  # mxFrame of the second copy
@@ -122,11 +123,73 @@ def test_wal_index_header__only_a_whole_checked_header_is_trusted(db_path, tmp_p
             data[48] ^= 0x01
 
         for change in (second_copy_differs, both_mxframe_changed, not_initialised, other_version):
-            index = header_file(tmp_path, db_path, change)
-            assert index is not None
-            assert index.header() is None, change.__name__
-            index.close()
-    assert WalIndex.open(str(tmp_path / "none.db")) is None
+            assert header_copy(tmp_path, db_path, change).header() is None, change.__name__
+    assert WalIndex.of(str(db_path)) is None  # no connection of this process is open
+    assert WalIndex.of(str(tmp_path / "none.db")) is None
+
+
+#: The byte of the -shm file that SQLite's unix VFS locks to tell a first user from the others.
+SQLITE_SHM_DMS = 128
+
+#: A process that reads the versions (its connection opens the index), waits for a line, then
+#: writes and reads again: with the index's descriptor closed too early, its locks on the -shm
+#: file were gone, and the other process's first open truncated the file under it (SIGBUS).
+VICTIM = """
+import sys
+from flagadmin.store import connect, settings
+conn = connect(sys.argv[1])
+before = settings.versions(conn).content
+print("ready", flush=True)
+sys.stdin.readline()
+with conn.write():
+    conn.run("UPDATE settings SET value = value + 1 WHERE key = 'content_version'")
+print(settings.versions(conn).content - before, flush=True)
+conn.close()
+"""
+
+
+def test_another_process_opens_the_database__this_ones_locks_hold__no_bus_error(db_path):
+    """The index keeps its descriptor while the process has a connection: closing it would
+    drop SQLite's POSIX locks on the -shm file, and the next process to open the database
+    would take itself for the first and truncate the file under the first one's map."""
+    victim = subprocess.Popen(
+        [sys.executable, "-c", VICTIM, str(db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert victim.stdout.readline().strip() == "ready"
+        # SQLite's unix VFS: a process that has the -shm file open holds a read lock on its
+        # byte 128 ("DMS"); the first to open it takes a write lock there and truncates the
+        # file. The victim's read lock is still there:
+        fd = os.open(f"{db_path}-shm", os.O_RDWR)
+        try:
+            with pytest.raises(OSError):
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, SQLITE_SHM_DMS, os.SEEK_SET)
+        finally:
+            os.close(fd)  # this process has no SQLite connection to the file: no lock to drop
+        commit_in_another_process(db_path, "INSERT INTO settings (key, value) VALUES ('probe-open', '1')")
+        out, _ = victim.communicate("go\n", timeout=60)
+    finally:
+        victim.kill()
+    assert victim.returncode == 0
+    assert out.strip() == "1"
+
+
+def test_index_closed_with_the_last_connection__reopened_by_the_next(db_path):
+    """The process's index goes with its last connection to the file (then no lock is left to
+    drop) and comes back with the next connection's first reading."""
+    first = connect(db_path)
+    first.commit_counter()
+    second = connect(db_path)
+    assert WalIndex.of(str(db_path)) is not None
+    first.close()
+    assert WalIndex.of(str(db_path)) is not None  # second is open: the descriptor stays
+    second.close()
+    assert WalIndex.of(str(db_path)) is None
+    with connect(db_path) as third:
+        assert isinstance(third.commit_counter(), bytes)
 
 
 def test_database_not_in_wal_mode__counter_from_sqlite__still_moves(tmp_path):
