@@ -210,11 +210,17 @@ def _environment_wire(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def feature_wire(
-    conn: Connection, flag: dict[str, Any], user_id: int | None, tags: list[dict[str, str]] | None = None
+    conn: Connection,
+    flag: dict[str, Any],
+    user_id: int | None,
+    tags: list[dict[str, str]] | None = None,
+    *,
+    environments: list[dict[str, Any]] | None = None,
+    favorite: bool | None = None,
 ) -> dict[str, Any]:
     """One flag in the reference server's ``featureSchema`` shape, as ``user_id`` sees it.
-    ``tags``: the flag's tags as :func:`flagadmin.store.features.tags` gives them, when the
-    caller has them at hand (it just wrote them); None: read."""
+    ``tags``, ``environments`` (as :mod:`flagadmin.store.features` gives them) and
+    ``favorite``: when the caller has them at hand (it just wrote them); None: read."""
     wire: dict[str, Any] = {
         "name": flag["name"],
         "type": flag["type"],
@@ -223,12 +229,14 @@ def feature_wire(
         "archived": flag["archived_at"] is not None,
         "archivedAt": flag["archived_at"],
         "stale": bool(flag["stale"]),
-        "favorite": store_features.is_favorite(conn, user_id, flag["name"]),
+        "favorite": store_features.is_favorite(conn, user_id, flag["name"]) if favorite is None else favorite,
         "impressionData": bool(flag["impression_data"]),
         "createdAt": flag["created_at"],
         "environments": [
             {**_environment_wire(row), "featureName": flag["name"], "environment": row["name"]}
-            for row in store_features.environments(conn, flag["name"])
+            for row in (
+                store_features.environments(conn, flag["name"]) if environments is None else environments
+            )
         ],
         "tags": store_features.tags(conn, flag["name"]) if tags is None else tags,
     }
@@ -350,7 +358,7 @@ def create(
         _refuse_name(name_problem(name) or _reserved(name))
         # in the order the store reads them back (by type, then value, code point by code point)
         tags = sorted(_unique_tags(body.get("tags") or []), key=lambda tag: (tag["type"], tag["value"]))
-        flag = store_features.insert(
+        flag, environments = store_features.insert(
             conn,
             name=name,
             project_id=project_id,
@@ -373,7 +381,8 @@ def create(
             tags=_as_event_tags(tags),
             clock=clock,
         )
-        return feature_wire(conn, flag, caller.user_id, tags)
+        # a flag just created is nobody's favorite yet
+        return feature_wire(conn, flag, caller.user_id, tags, environments=environments, favorite=False)
 
 
 def _unique_tags(tags: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -141,8 +141,26 @@ _NEW_FLAG_ENVIRONMENTS = (
     "INSERT INTO feature_environments (feature_name, name, enabled) SELECT new_flag.name, env.name, 0"
     " FROM new_flag CROSS JOIN environments env"
 )
-#: SQLite: the flag's environments, after the flag, its name the parameter.
-_NEW_FLAG_ENVIRONMENTS_SQLITE = f"WITH new_flag (name) AS (VALUES (:name)) {_NEW_FLAG_ENVIRONMENTS}"
+#: SQLite: the new flag as :func:`get` reads it, given back by the insert itself (RETURNING; its
+#: creator's display fields by subqueries, RETURNING names no other table); no row when the
+#: name is taken.
+_NEW_FLAG_SQLITE = (
+    f"{_NEW_FLAG} RETURNING name, project_id, type, description, stale, impression_data, created_at,"
+    " created_by_user_id, archived_at, last_seen_at,"
+    " (SELECT coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) FROM users u"
+    "  WHERE u.id = created_by_user_id) AS creator_name,"
+    " (SELECT u.image_url FROM users u WHERE u.id = created_by_user_id) AS creator_image_url"
+)
+#: SQLite: the flag's environments, after the flag, its name the parameter, given back as
+#: :func:`environments` reads them (RETURNING gives rows in no set order: sorted by the caller).
+_NEW_FLAG_ENVIRONMENTS_SQLITE = (
+    f"WITH new_flag (name) AS (VALUES (:name)) {_NEW_FLAG_ENVIRONMENTS}"
+    " RETURNING feature_name, name,"
+    " coalesce((SELECT e.type FROM environments e WHERE e.name = feature_environments.name),"
+    "  'development') AS type,"
+    " coalesce((SELECT e.sort_order FROM environments e WHERE e.name = feature_environments.name),"
+    "  0) AS sort_order, enabled, last_seen_at"
+)
 #: PostgreSQL: the flag, its environments and the flag read back as :func:`get` reads it, in
 #: one statement (data-modifying CTEs, the new row read from the first: one round trip
 #: instead of three); no row at all when the name is taken.
@@ -163,13 +181,16 @@ def insert(
     created_at: str,
     created_by_user_id: int | None,
     tags: list[dict[str, str]],
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
     """Add a live flag with every environment of the install (disabled) and its tags; call
     inside a write transaction. Return the new flag as :func:`get` gives it, or None (nothing
-    written) when a flag, live or archived, already has that name.
+    written) when a flag, live or archived, already has that name; and its environments as
+    :func:`environments` gives them, when the insert gave them back (SQLite), else None.
 
     On PostgreSQL the flag, its environments and the reading back are one statement; on
-    SQLite three (in-process, no round trip to save).
+    SQLite two, each giving back what it wrote (RETURNING), so that nothing is read again:
+    every statement in a server of threads on one core costs a let-go of the GIL
+    (:class:`flagadmin.store.engine.WalIndex`).
     """
     params = {
         "name": name,
@@ -180,20 +201,23 @@ def insert(
         "created_at": created_at,
         "created_by_user_id": created_by_user_id,
     }
+    written = None
     if conn.dialect == "postgresql":
         flag = conn.one(_INSERT_POSTGRESQL, params)
-    elif conn.run(_NEW_FLAG, params):
-        conn.run(_NEW_FLAG_ENVIRONMENTS_SQLITE, params)
-        flag = get(conn, name)
     else:
-        flag = None
-    if flag is not None:
+        flag = conn.one(_NEW_FLAG_SQLITE, params)
+        if flag is not None:
+            written = sorted(
+                conn.all(_NEW_FLAG_ENVIRONMENTS_SQLITE, params),
+                key=lambda row: (row["sort_order"], row["name"]),
+            )
+    if flag is not None and tags:
         conn.run_many(
             "INSERT INTO feature_tags (feature_name, type, value) VALUES (?, ?, ?)"
             " ON CONFLICT (feature_name, type, value) DO NOTHING",
             [(name, tag["type"], tag["value"]) for tag in tags],
         )
-    return flag
+    return flag, written
 
 
 def update_metadata(
