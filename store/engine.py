@@ -227,7 +227,9 @@ class WalIndex:
     file, another process that opens the database takes it for its first user and truncates
     the file under this process's connections (a bus error, measured). One instance per
     database path in the process, made on first use by a connection that has read the
-    database (so the file is there and SQLite holds it), read only by open connections.
+    database (so the file is there and SQLite holds it), read only by open connections. The
+    connections opened with ``sqlite3.connect`` directly (the health check, ``backup``) are not
+    counted: none of them is open when flagadmin's last connection to the file closes.
     """
 
     #: The ``iVersion`` of every wal-index SQLite has written since WAL began (3.7.0).
