@@ -86,16 +86,21 @@ def test_last_other_connection_closed__the_index_still_follows_commits(db_path):
         assert conn.commit_counter() != before
 
 
-def header_copy(tmp_path: Path, db_path: Path, change=None) -> WalIndex:
-    """A WalIndex over a copy of ``db_path``'s -shm file (no SQLite connection to the copy),
-    its first 96 bytes changed by ``change(bytearray)`` when given."""
+def header_of_copy(tmp_path: Path, db_path: Path, change=None) -> bytes | None:
+    """What a WalIndex over a copy of ``db_path``'s -shm file reads (no SQLite connection has the
+    copy, so its descriptor is closed at once), its first 96 bytes changed by
+    ``change(bytearray)`` when given."""
     data = bytearray(Path(f"{db_path}-shm").read_bytes())
     if change is not None:
         change(data)
     copy = tmp_path / f"copy-{change.__name__ if change else 'whole'}.db-shm"
     copy.write_bytes(bytes(data))
     fd = os.open(copy, os.O_RDONLY)
-    return WalIndex(fd, mmap.mmap(fd, 96, access=mmap.ACCESS_READ))
+    try:
+        with mmap.mmap(fd, 96, access=mmap.ACCESS_READ) as mapped:
+            return WalIndex(fd, mapped).header()
+    finally:
+        os.close(fd)
 
 
 def test_wal_index_header__only_a_whole_checked_header_is_trusted(db_path, tmp_path):
@@ -104,8 +109,7 @@ def test_wal_index_header__only_a_whole_checked_header_is_trusted(db_path, tmp_p
     SQLite instead); a database without a -shm file, or with no connection open, has no index."""
     with connect(db_path) as conn:
         live = conn.commit_counter()
-        whole = header_copy(tmp_path, db_path)
-        assert whole.header() == live
+        assert header_of_copy(tmp_path, db_path) == live
 
         def second_copy_differs(data):
             data[48 + 16] ^= 0xFF  # mxFrame of the second copy
@@ -123,7 +127,7 @@ def test_wal_index_header__only_a_whole_checked_header_is_trusted(db_path, tmp_p
             data[48] ^= 0x01
 
         for change in (second_copy_differs, both_mxframe_changed, not_initialised, other_version):
-            assert header_copy(tmp_path, db_path, change).header() is None, change.__name__
+            assert header_of_copy(tmp_path, db_path, change) is None, change.__name__
     assert WalIndex.of(str(db_path)) is None  # no connection of this process is open
     assert WalIndex.of(str(tmp_path / "none.db")) is None
 
