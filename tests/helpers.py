@@ -32,6 +32,17 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": token}
 
 
+def statements_of(conn, work) -> list[str]:
+    """Run ``work()``; return the SQL statements it ran on ``conn`` (its trace), in order."""
+    traced: list[str] = []
+    conn.trace(traced.append)
+    try:
+        work()
+    finally:
+        conn.trace(None)
+    return traced
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:

@@ -12,7 +12,7 @@ from flagadmin.seed_documents import demo_files
 from flagadmin.store import personal_dashboard
 from flagadmin.timestamps import format_rfc3339
 
-from helpers import auth
+from helpers import auth, statements_of
 
 PATH = "/api/admin/personal-dashboard"
 LIFETIME_DAYS = {"release": 40, "experiment": 40, "operational": 7}
@@ -249,16 +249,6 @@ def test_projects_next_change__date_arithmetic__the_stored_format_lifetime_after
     assert dates["health"] == 67  # 1 of 3: d-oper is exactly 7 days old, potentially stale
 
 
-def _statements(db, work) -> list[str]:
-    traced: list[str] = []
-    db.trace(traced.append)
-    try:
-        work()
-    finally:
-        db.trace(None)
-    return traced
-
-
 def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
     """bench/README.md "Statement count of 4.2": a fixed number whatever the data size."""
 
@@ -271,7 +261,7 @@ def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
         personal_dashboard.flags(db, 2)
 
     # Given: alice's dashboard on the demo data
-    small = _statements(db, dashboard)
+    small = statements_of(db, dashboard)
     # When: ten times more flags she created, members and projects
     seed(
         {
@@ -297,7 +287,7 @@ def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
             ],
         }
     )
-    large = _statements(db, dashboard)
+    large = statements_of(db, dashboard)
     # Then: five queries (and the PRAGMA that tells whether lifetimes() may be remembered)
     queries = [[sql for sql in traced if not sql.startswith("PRAGMA")] for traced in (small, large)]
     assert len(queries[0]) == len(queries[1]) == 5

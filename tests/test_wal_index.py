@@ -17,6 +17,8 @@ import pytest
 from flagadmin.store import connect, settings
 from flagadmin.store.engine import WalIndex
 
+from helpers import statements_of
+
 
 def commit_in_another_process(db_path: Path, sql: str) -> None:
     """Run ``sql`` and commit it from a separate Python process (its own SQLite, its own map
@@ -28,31 +30,20 @@ def commit_in_another_process(db_path: Path, sql: str) -> None:
     subprocess.run([sys.executable, "-c", script, str(db_path), sql], check=True, timeout=60)
 
 
-def traced(conn, fn):
-    """``fn()``, and the statements it ran on ``conn``."""
-    statements: list[str] = []
-    conn.trace(statements.append)
-    try:
-        fn()
-    finally:
-        conn.trace(None)
-    return statements
-
-
 def test_versions__kept__no_statement_until_another_process_commits(db_path):
     """The second reading of the versions runs no statement (no PRAGMA either); after another
     process bumps content_version, the next reading reads the row and has the new value."""
     with connect(db_path) as conn:
         first = settings.versions(conn)  # opens the index: a PRAGMA, then the row
-        assert traced(conn, lambda: settings.versions(conn)) == []
+        assert statements_of(conn, lambda: settings.versions(conn)) == []
         commit_in_another_process(
             db_path, "UPDATE settings SET value = value + 3 WHERE key = 'content_version'"
         )
         seen: list = []
-        statements = traced(conn, lambda: seen.append(settings.versions(conn)))
+        statements = statements_of(conn, lambda: seen.append(settings.versions(conn)))
         assert seen[0].content == first.content + 3
         assert any("FROM settings" in sql for sql in statements)
-        assert traced(conn, lambda: settings.versions(conn)) == []
+        assert statements_of(conn, lambda: settings.versions(conn)) == []
 
 
 def test_commit_counter__moves_on_each_commit_of_anyone__else_stays(db_path):
