@@ -100,6 +100,13 @@ def test_archive__unknown_flag_or_project__404(client, alice):
     assert client.delete(flag_path("nowhere", "checkout-v2"), headers=auth(alice)).status_code == 404
 
 
+def test_archive__flag_of_another_project__404_saying_where_and_the_flag_stays_live(client, alice, db):
+    response = client.delete(flag_path("default", "mobile-dark-mode"), headers=auth(alice))
+    assert response.status_code == 404
+    assert 'project "mobile" has one' in response.get_json()["message"]
+    assert db.value("SELECT archived_at FROM features WHERE name = 'mobile-dark-mode'") is None
+
+
 def test_archive__admin_token__event_by_admin(client, admin_token, db):
     client.delete(flag_path("default", "checkout-v2"), headers=auth(admin_token))
     (event,) = events_since(db, last_event_id(db) - 1)
