@@ -188,9 +188,9 @@ def insert(
     :func:`environments` gives them, when the insert gave them back (SQLite), else None.
 
     On PostgreSQL the flag, its environments and the reading back are one statement; on
-    SQLite two, each giving back what it wrote (RETURNING), so that nothing is read again:
-    every statement in a server of threads on one core costs a let-go of the GIL
-    (:class:`flagadmin.store.engine.WalIndex`).
+    SQLite two, each giving back what it wrote (RETURNING), so that nothing is read again.
+    (Inside the write lock a statement costs little beyond its own work: bench/RESULTS.md,
+    "Fewer statements inside the write lock".)
     """
     params = {
         "name": name,
