@@ -232,9 +232,15 @@ def make_app(database: str, answer_cache: bool):
         return app
 
     yield make
-    # the token uses the apps noted are written now, while the test's database still exists
+    # the token uses the apps noted are written now, while the test's database still exists;
+    # then the connection each app's requests used is closed (left to the garbage collector,
+    # each would keep its database's wal-index descriptor open: see store.engine.WalIndex)
     for app in made:
-        state(app).token_uses.flush()
+        app_state = state(app)
+        app_state.token_uses.flush()
+        conn = getattr(app_state.connections, "conn", None)
+        if conn is not None:
+            conn.close()
 
 
 @pytest.fixture

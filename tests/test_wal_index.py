@@ -212,3 +212,70 @@ def db_path(db_path):
         conn.value("SELECT count(*) FROM settings")
         assert Path(f"{db_path}-shm").exists()
     return db_path
+
+
+# --- values published by this process's writes (store.engine.read_at_commit) -----------------
+
+
+def test_published__after_a_write_of_this_process__another_thread_reads_the_new_versions_with_no_sql(
+    db_path,
+):
+    """Issue 13: a write of this process reads the versions just before its commit and
+    publishes them for the state it made, so a connection of another thread whose counter
+    moved takes them with no statement, and they are the versions the file now holds."""
+    with connect(db_path) as writer, connect(db_path) as other:
+        settings.versions(writer)  # each connection reads its counter from the index
+        before = settings.versions(other)
+        # When: a write moves both counters
+        with writer.write():
+            writer.run("UPDATE settings SET value = value + 2 WHERE key = 'content_version'")
+            writer.run("UPDATE settings SET value = value + 5 WHERE key = 'credentials_version'")
+        # Then
+        seen: list = []
+        assert statements_of(other, lambda: seen.append(settings.versions(other))) == []
+        assert (seen[0].content, seen[0].credentials) == (before.content + 2, before.credentials + 5)
+        with sqlite3.connect(db_path) as direct:
+            rows = dict(direct.execute("SELECT key, value FROM settings WHERE key LIKE '%_version'"))
+        assert (int(rows["content_version"]), int(rows["credentials_version"])) == (
+            seen[0].content,
+            seen[0].credentials,
+        )
+
+
+def test_published__another_process_commits_after_the_write__read_again(db_path):
+    """What a write published is for the state its commit made only: after another process's
+    commit (a revocation moving credentials_version), the next reading runs the statement and
+    has the new value, never the published one."""
+    with connect(db_path) as writer, connect(db_path) as other:
+        settings.versions(writer)
+        settings.versions(other)
+        with writer.write():
+            writer.run("UPDATE settings SET value = value + 1 WHERE key = 'content_version'")
+        published = settings.versions(writer)
+        commit_in_another_process(
+            db_path, "UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'"
+        )
+        seen: list = []
+        statements = statements_of(other, lambda: seen.append(settings.versions(other)))
+        assert any("FROM settings" in sql for sql in statements)
+        assert seen[0].credentials == published.credentials + 1
+
+
+def test_publish__only_when_exactly_one_commit_lies_between(db_path):
+    """The guard behind publishing, on real headers: from the header a transaction began at
+    to the one after one commit, values are kept; over two commits (another process's commit
+    slipped in after this one), they are not, and nothing is kept for a torn header (None)."""
+    with connect(db_path) as conn:
+        settings.versions(conn)
+        index = WalIndex.of(db_path)
+        start = index.header()
+        commit_in_another_process(db_path, "INSERT INTO settings (key, value) VALUES ('one', '1')")
+        one = index.header()
+        commit_in_another_process(db_path, "INSERT INTO settings (key, value) VALUES ('two', '2')")
+        two = index.header()
+        assert WalIndex.change_count(one) == WalIndex.change_count(start) + 1
+        assert not index.publish(start, two, {"probe": 2})
+        assert not index.publish(start, None, {"probe": 0})
+        assert "probe" not in index.published
+        assert index.publish(start, one, {"probe": 1})
+        assert index.published["probe"] == (one, 1)
