@@ -87,24 +87,6 @@ def classify(exc: sqlite3.Error) -> Exception:
 #: of other processes (the command line) are still handled by the busy timeout.
 _WRITERS = threading.RLock()
 
-#: Values that every write transaction on a WAL database reads just before its ``COMMIT``, by
-#: name (:func:`read_at_commit`).
-_AT_COMMIT: dict[str, Callable[[Connection], Any]] = {}
-
-
-def read_at_commit(name: str, read: Callable[[Connection], Any]) -> None:
-    """Have every :meth:`Connection.write` transaction that changed rows of a WAL database run
-    ``read(conn)`` on its own connection just before its ``COMMIT``, and keep the value for the
-    state that commit makes, when no other commit came between (:meth:`WalIndex.publish`).
-    Every connection of the process that then finds the database in that state gets the value
-    from :meth:`Connection.published`, with no SQL, where it would have read it again because
-    the commit counter moved (issue 13: a token check after a write of this process touches no
-    table). ``read`` must be cheap (it runs inside the write lock) and its value immutable.
-    Call it at import time, once per name.
-    """
-    _AT_COMMIT[name] = read
-
-
 #: What :meth:`Connection._autocommit` gives a statement that owes no sync (inside a transaction).
 _NO_SYNC = contextlib.nullcontext()
 
@@ -264,29 +246,6 @@ class WalIndex:
     def __init__(self, fd: int, index: mmap.mmap | None):
         self._fd = fd
         self._map = index
-        #: What this process's last write transaction read just before its commit
-        #: (:func:`read_at_commit`), by name: ``(header of the state it describes, value)``.
-        self.published: dict[str, tuple[bytes, Any]] = {}
-
-    @classmethod
-    def change_count(cls, header: bytes) -> int:
-        """The header's ``iChange``: SQLite adds one at each commit (a restart of the WAL
-        alone does not change it), modulo 2**32."""
-        return cls._HEADER.unpack(header)[2]
-
-    def publish(self, before: bytes, after: bytes | None, values: Mapping[str, Any]) -> bool:
-        """Keep ``values``, read inside a transaction that began at header ``before`` while
-        holding the database's write lock, for the state of header ``after`` (read once its
-        ``COMMIT`` has returned): only when exactly one commit lies between the two, which can
-        only be that transaction's own (no writer can commit while it holds the lock), so the
-        values describe exactly the state ``after`` names. Otherwise (another process committed
-        meanwhile, or the header was being written: ``after`` None) nothing is kept, and
-        readers read again. Return whether the values were kept."""
-        if after is None or self.change_count(after) != (self.change_count(before) + 1) & 0xFFFFFFFF:
-            return False
-        for name, value in values.items():
-            self.published[name] = (after, value)
-        return True
 
     @classmethod
     def opened(cls, database_path: str) -> None:
@@ -628,22 +587,10 @@ class Connection:
 
     def _transaction(self) -> Iterator[Connection]:
         """:meth:`write`'s transaction on ``self._conn``, holding :data:`_WRITERS`: the block
-        runs at its ``yield``; returns the commit's :class:`WalSync` ticket (0: none). On a
-        WAL database, a transaction that changed rows reads the :func:`read_at_commit` values
-        before its ``COMMIT`` and publishes them for the state it made (:meth:`WalIndex.publish`),
-        when this connection reads its commit counter from the wal-index."""
+        runs at its ``yield``; returns the commit's :class:`WalSync` ticket (0: none)."""
         self._execute("BEGIN IMMEDIATE")
-        # the index this connection already reads its commit counter from (every request's
-        # connection does): opening one here would keep a descriptor for connections that never
-        # read it (see WalIndex: it stays open while any connection of the file is)
-        index = self._wal_index if _AT_COMMIT else None
-        before = index.header() if index is not None else None
-        changes = self._conn.total_changes
-        values: dict[str, Any] = {}
         try:
             yield self
-            if before is not None and self._conn.total_changes != changes:
-                values = self._read_at_commit()
         except BaseException:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
@@ -657,23 +604,7 @@ class Connection:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.execute("ROLLBACK")
             raise
-        if values:
-            index.publish(before, index.header(), values)
         return self._wal_sync.written() if self._wal_sync is not None else 0
-
-    def _read_at_commit(self) -> dict[str, Any]:
-        """The :func:`read_at_commit` values as the open transaction leaves the database; a
-        value that cannot be read (None, or a store error: a database with no schema yet) is
-        left out, and its readers read it themselves."""
-        values = {}
-        for name, read in _AT_COMMIT.items():
-            try:
-                value = read(self)
-            except StoreError:
-                continue
-            if value is not None:
-                values[name] = value
-        return values
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once the open write transaction has committed (never if it
@@ -713,17 +644,6 @@ class Connection:
             if self._wal_index is not None:
                 return self._wal_index.header() or counter
         return counter
-
-    def published(self, name: str, counter: Any) -> tuple[bool, Any]:
-        """``(True, value)`` when this process's last write transaction published ``name``
-        (:func:`read_at_commit`) for the state whose :meth:`commit_counter` is ``counter``,
-        else ``(False, None)``: the caller reads the value itself. No SQL."""
-        index = self._wal_index
-        if index is not None:
-            entry = index.published.get(name)
-            if entry is not None and entry[0] == counter:
-                return True, entry[1]
-        return False, None
 
     def pragma(self, name: str) -> Any:
         """The value of ``PRAGMA name`` (schema version, journal mode...)."""

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .engine import Connection, read_at_commit
+from .engine import Connection
 
 T = TypeVar("T")
 
@@ -60,9 +60,7 @@ def read_once(conn: Connection, name: str, read: Callable[[Connection], T]) -> T
     memo = conn.memo.get(name)
     if counter is not None and memo is not None and memo[0] == counter:
         return memo[1]
-    published, found = conn.published(name, counter) if counter is not None else (False, None)
-    if not published:
-        found = read(conn)
+    found = read(conn)
     conn.memo[name] = (counter, found)
     return found
 
@@ -85,18 +83,3 @@ _VERSIONS = (
 def _read_versions(conn: Connection) -> Versions:
     row = conn.one(_VERSIONS)
     return Versions(int(row["content"]), int(row["credentials"]))
-
-
-def _versions_at_commit(conn: Connection) -> Versions | None:
-    """The version counters as a write transaction leaves them, or None on a database that has
-    no counters yet (no schema): nothing is published then."""
-    row = conn.one(_VERSIONS)
-    if row is None or row["content"] is None or row["credentials"] is None:
-        return None
-    return Versions(int(row["content"]), int(row["credentials"]))
-
-
-# Every write of this process reads them just before it commits (in its write lock, where a
-# statement costs little), so that no request after it reads them again: a write moves the
-# commit counter, and each thread's next request would otherwise read them anew.
-read_at_commit("versions", _versions_at_commit)
