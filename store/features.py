@@ -20,22 +20,27 @@ from .engine import Connection
 #: told "C". Answers list flags, environments and tags in the same order on both engines.
 BYTEWISE = {"sqlite": "", "postgresql": ' COLLATE "C"'}
 
-#: The columns of one flag, with its creator's display fields (spec 2.4's fallbacks), read
-#: from ``{flags}`` (the table, or the new row of :data:`_INSERT_POSTGRESQL`).
+#: A flag's creator's name as a flag shows it (spec 2.4's fallbacks), from the user row ``u``.
+_CREATOR_NAME = "coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email)"
+
+#: The columns of one flag, with its creator's display fields, read from ``{flags}`` (the
+#: table, or the new row of :data:`_INSERT_POSTGRESQL`).
 _FLAG_COLUMNS = (
     "f.name, f.project_id, f.type, f.description, f.stale, f.impression_data, f.created_at,"
-    " f.created_by_user_id, f.archived_at, f.last_seen_at,"
-    " coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) AS creator_name,"
+    f" f.created_by_user_id, f.archived_at, f.last_seen_at, {_CREATOR_NAME} AS creator_name,"
     " u.image_url AS creator_image_url"
 )
 _FLAG_FROM = f"SELECT {_FLAG_COLUMNS} FROM {{flags}} f LEFT JOIN users u ON u.id = f.created_by_user_id"
 _FLAG = _FLAG_FROM.format(flags="features")
 
-#: A flag's environments: those it has rows for, typed and ordered by the install's table
-#: (an environment a seed named before that table existed counts as development, order 0).
+#: The type and order of an environment the install's table does not have (one a seed named
+#: before that table existed): development, order 0.
+_UNLISTED_TYPE, _UNLISTED_ORDER = "'development'", "0"
+
+#: A flag's environments: those it has rows for, typed and ordered by the install's table.
 _ENVIRONMENTS = (
-    "SELECT fe.feature_name, fe.name, coalesce(e.type, 'development') AS type,"
-    " coalesce(e.sort_order, 0) AS sort_order, fe.enabled, fe.last_seen_at"
+    f"SELECT fe.feature_name, fe.name, coalesce(e.type, {_UNLISTED_TYPE}) AS type,"
+    f" coalesce(e.sort_order, {_UNLISTED_ORDER}) AS sort_order, fe.enabled, fe.last_seen_at"
     " FROM feature_environments fe LEFT JOIN environments e ON e.name = fe.name"
 )
 
@@ -147,8 +152,7 @@ _NEW_FLAG_ENVIRONMENTS = (
 _NEW_FLAG_SQLITE = (
     f"{_NEW_FLAG} RETURNING name, project_id, type, description, stale, impression_data, created_at,"
     " created_by_user_id, archived_at, last_seen_at,"
-    " (SELECT coalesce(nullif(u.name, ''), nullif(u.username, ''), u.email) FROM users u"
-    "  WHERE u.id = created_by_user_id) AS creator_name,"
+    f" (SELECT {_CREATOR_NAME} FROM users u WHERE u.id = created_by_user_id) AS creator_name,"
     " (SELECT u.image_url FROM users u WHERE u.id = created_by_user_id) AS creator_image_url"
 )
 #: SQLite: the flag's environments, after the flag, its name the parameter, given back as
@@ -157,9 +161,9 @@ _NEW_FLAG_ENVIRONMENTS_SQLITE = (
     f"WITH new_flag (name) AS (VALUES (:name)) {_NEW_FLAG_ENVIRONMENTS}"
     " RETURNING feature_name, name,"
     " coalesce((SELECT e.type FROM environments e WHERE e.name = feature_environments.name),"
-    "  'development') AS type,"
+    f"  {_UNLISTED_TYPE}) AS type,"
     " coalesce((SELECT e.sort_order FROM environments e WHERE e.name = feature_environments.name),"
-    "  0) AS sort_order, enabled, last_seen_at"
+    f"  {_UNLISTED_ORDER}) AS sort_order, enabled, last_seen_at"
 )
 #: PostgreSQL: the flag, its environments and the flag read back as :func:`get` reads it, in
 #: one statement (data-modifying CTEs, the new row read from the first: one round trip

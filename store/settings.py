@@ -67,8 +67,8 @@ def read_once(conn: Connection, name: str, read: Callable[[Connection], T]) -> T
 
 def versions(conn: Connection) -> Versions:
     """Return both version counters, read at most once per commit anywhere
-    (:func:`read_once`: when nobody has committed since the last reading, the answer costs
-    one ``PRAGMA`` and no table access)."""
+    (:func:`read_once`: when nobody has committed since the last reading, the answer costs no
+    SQL at all on a WAL database, one ``PRAGMA`` otherwise)."""
     return read_once(conn, "versions", _read_versions)
 
 
