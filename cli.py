@@ -436,7 +436,7 @@ def serve(
     wsgi = RequestGauge(mounted)
     click.echo(f"{_version_message()} serving {shown(database)} on http://{host}:{port}{base_uri_path}/")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    worker = _delivery_worker(database, settings, delivery_workers, idle=wsgi.wait_idle).start()
+    worker = _delivery_worker(database, settings, delivery_workers, room=wsgi.wait_for_room).start()
     try:
         serve_wsgi(wsgi, host=host, port=port, threads=threads)
     finally:
@@ -457,10 +457,10 @@ def _settings():
         raise click.ClickException(str(exc)) from exc
 
 
-def _delivery_worker(database: str, settings, threads: int | None, idle=None):
+def _delivery_worker(database: str, settings, threads: int | None, room=None):
     from .delivery import Worker
 
-    return Worker(database, settings, threads=threads, idle=idle)
+    return Worker(database, settings, threads=threads, room=room)
 
 
 @cli.command("deliver")

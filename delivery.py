@@ -62,8 +62,9 @@ MIN_LEASE_MARGIN_S = 2.0
 SWEEP_INTERVAL_S = 600.0
 #: Jitter of retry delays: each delay is multiplied by a factor in [1 - J, 1 + J].
 JITTER = 0.2
-#: Longest wait, before each attempt, for a moment without API requests in progress (when the
-#: worker shares its process with the server): requests first, deliveries in the gaps.
+#: Longest wait, before each attempt, for the API requests in progress to leave room (when the
+#: worker shares its process with the server, web/inflight.py): requests first, deliveries in
+#: the room they leave.
 YIELD_S = 0.1
 
 
@@ -383,12 +384,13 @@ class Worker:
         *,
         threads: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
-        idle: Callable[[float], bool] | None = None,
+        room: Callable[[float], bool] | None = None,
     ):
         self.database = database
-        #: ``idle(seconds)`` waits up to that long for no API request to be in progress
-        #: (:meth:`flagadmin.web.inflight.RequestGauge.wait_idle`); None: never wait.
-        self.idle = idle
+        #: ``room(seconds)`` waits up to that long for the API requests in progress to leave
+        #: room for an attempt (:meth:`flagadmin.web.inflight.RequestGauge.wait_for_room`);
+        #: None: never wait.
+        self.room = room
         self.policy = Policy.from_settings(settings)
         self.threads = settings.delivery_workers if threads is None else threads
         self.clock = clock
@@ -462,7 +464,7 @@ class Worker:
                     conn = connect(self.database)
                 if index == 0:
                     self._maybe_sweep(conn)
-                calm = self.idle is None or self.idle(YIELD_S)
+                calm = self.room is None or self.room(YIELD_S)
                 # Through a busy spell, one thread at a time delivers (at least every YIELD_S).
                 with contextlib.nullcontext() if calm else self._busy_pass:
                     if claimed is None:

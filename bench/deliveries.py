@@ -16,6 +16,13 @@ each on one keep-alive connection, while one more thread pages the 4.1 log of an
 that is being written (``limit=50``, offsets 0 to 500) and checks each page (newest first,
 no duplicates). After the burst, wait for the outbox to empty.
 
+Steady traffic instead of a burst (``--rate``): the clients send the changes at that many a
+second in all, for ``--changes / --rate`` seconds, while the pager goes on (a request every 10
+ms or so: never a pause of 50 ms). The report then also gives the deliveries made *during* the
+traffic, per second, against the rate they are needed at (changes a second times
+``--integrations``): a server that is idle most of the time should keep up. E.g.
+``python bench/deliveries.py --kind flag --rate 50 --changes 1500 --rounds 1``.
+
 The change is a parameter (``--kind``): ``flag`` creates a flag (``POST
 /api/admin/projects/default/features``, event ``feature-created``), ``addon`` replaces the
 description of a disabled webhook configuration (``PUT /api/admin/addons/{id}``, event
@@ -243,14 +250,24 @@ def addon_body(receiver: int, description: str) -> dict:
 
 
 def burst(
-    ports: list[int], token: str, kind: str, changes: int, clients: int, run: str, target: int, receiver: int
+    ports: list[int],
+    token: str,
+    kind: str,
+    changes: int,
+    clients: int,
+    run: str,
+    target: int,
+    receiver: int,
+    rate: float | None = None,
 ):
-    """Send ``changes`` changes from ``clients`` threads, spread over the servers of ``ports``;
-    return (latencies s, statuses)."""
+    """Send ``changes`` changes from ``clients`` threads, spread over the servers of ``ports``,
+    each as soon as the last one's answer is in, or (``rate``) the n-th at n / ``rate`` seconds
+    after the start; return (latencies s, statuses)."""
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     lock = threading.Lock()
     counter = iter(range(changes))
+    begun = time.perf_counter()
 
     def client(port: int) -> None:
         conn = http.client.HTTPConnection(HOST, port, timeout=60)
@@ -260,6 +277,8 @@ def burst(
                     n = next(counter, None)
                 if n is None:
                     return
+                if rate:
+                    time.sleep(max(begun + n / rate - time.perf_counter(), 0))
                 if kind == "flag":
                     method, path = "POST", "/api/admin/projects/default/features"
                     body = {"name": f"bench-{run}-{n}", "type": "release"}
@@ -362,12 +381,14 @@ def run_mode(mode: str, args, work: Path, base: Path | str, token: str, receiver
         reader = threading.Thread(target=pager, args=(port, token, watched, stop, paging))
         reader.start()
         started_wall, started = time.time(), time.perf_counter()
-        latencies, statuses = burst(ports, token, kind, args.changes, args.clients, mode, target, receiver)
+        latencies, statuses = burst(
+            ports, token, kind, args.changes, args.clients, mode, target, receiver, args.rate
+        )
         burst_s = time.perf_counter() - started
         stop.set()
         reader.join()
         deadline = time.monotonic() + args.timeout
-        state = outbox(db)
+        state = during = outbox(db)
         while webhooks and (state["unfinished"] or 0) > 0 and time.monotonic() < deadline:
             time.sleep(0.2)
             state = outbox(db)
@@ -378,6 +399,7 @@ def run_mode(mode: str, args, work: Path, base: Path | str, token: str, receiver
         "kind": kind,
         "event": EVENT_OF_KIND[kind],
         "changes": args.changes,
+        "rate": args.rate,
         "statuses": statuses,
         "burst_s": round(burst_s, 2),
         "changes_per_s": round(args.changes / burst_s, 1),
@@ -398,6 +420,9 @@ def run_mode(mode: str, args, work: Path, base: Path | str, token: str, receiver
                 "last_delivery_after_start_s": round(last - started_wall, 2),
                 "last_delivery_after_burst_s": round(last - started_wall - burst_s, 2),
                 "deliveries_per_s": round((state["delivered"] or 0) / max(last - started_wall, 1e-3), 1),
+                "delivered_during_burst": during["delivered"] or 0,
+                "delivered_during_burst_per_s": round((during["delivered"] or 0) / burst_s, 1),
+                "needed_per_s": round(args.changes * len(webhooks) / burst_s, 1),
             }
         )
     return result
@@ -407,8 +432,9 @@ def report(results: list[dict]) -> str:
     without, with_ = results
     ratio = with_["latency_ms"]["p50"] / without["latency_ms"]["p50"]
     lines = [
-        f"Change: {with_['kind']} ({with_['event']}), {with_['changes']} changes per mode, on "
-        f"{with_['engine']} with {with_['processes']} flagadmin process(es).",
+        f"Change: {with_['kind']} ({with_['event']}), {with_['changes']} changes per mode"
+        + (f" at {with_['rate']:g} a second" if with_["rate"] else " in a burst")
+        + f", on {with_['engine']} with {with_['processes']} flagadmin process(es).",
         "",
         "| mode | p50 ms | p95 ms | p99 ms | changes/s | 4.1 pages | 4.1 p50 ms | 4.1 p99 ms | page errors |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -427,6 +453,9 @@ def report(results: list[dict]) -> str:
         f"{with_['deliveries_per_s']} per second; the last one "
         f"{with_['last_delivery_after_start_s']} s after the burst began, "
         f"{with_['last_delivery_after_burst_s']} s after it ended.",
+        f"During the {'traffic' if with_['rate'] else 'burst'}: {with_['delivered_during_burst']} delivered, "
+        f"{with_['delivered_during_burst_per_s']} per second, against {with_['needed_per_s']} per second "
+        "made to deliver.",
     ]
     return "\n".join(lines)
 
@@ -439,6 +468,11 @@ def main() -> None:
     parser.add_argument("--integrations", type=int, default=5)
     parser.add_argument("--kind", choices=("auto", "flag", "addon"), default="auto")
     parser.add_argument("--clients", type=int, default=4, help="concurrent writers")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        help="steady traffic: changes per second in all (default: a burst, as fast as answered)",
+    )
     parser.add_argument("--threads", type=int, default=8, help="waitress threads")
     parser.add_argument("--delivery-workers", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=900, help="seconds to wait for the outbox to empty")

@@ -649,6 +649,69 @@ def test_serve__sigkill_with_deliveries_in_flight__all_delivered_after_restart(
             conn.close()
 
 
+def test_serve__steady_traffic_without_a_pause__deliveries_keep_up(
+    live_server, database, receiver, make_token
+):
+    """Deliveries go on through steady traffic that leaves the server mostly idle but never
+    quiet for 50 ms (a request every 10 ms or so): 30 changes a second for 4 s to five webhooks,
+    150 deliveries a second to make. Waiting for a quiet moment only, the four delivery threads
+    made about 40 a second (one each per ``delivery.YIELD_S``), and most of these would still
+    be queued 2 s after the last change (web/inflight.py)."""
+    import threading
+
+    # Given: a server with five webhooks taking addon-config-created, and a client reading 4.3
+    # every 10 ms
+    admin = make_token("admin")
+    with connect(database) as db, db.write():
+        db.run("UPDATE integrations SET enabled = 0")
+    server = live_server(env={**FAST_ENV, "FLAGADMIN_DELIVERY_WORKERS": "4"})
+    headers = {**auth(admin), "Content-Type": "application/json"}
+
+    def webhook(n: int, enabled: bool) -> dict:
+        return {
+            "provider": "webhook",
+            "enabled": enabled,
+            "description": f"steady {n}",
+            "parameters": {"url": receiver.url(f"/ok?{n}")},
+            "events": ["addon-config-created"],
+        }
+
+    def create(n: int, enabled: bool) -> int:
+        return server.request("POST", "/api/admin/addons", headers, orjson.dumps(webhook(n, enabled))).status
+
+    for n in range(5):
+        assert create(n, True) == 201
+    stop = threading.Event()
+    reads: list[int] = []
+
+    def reader():
+        while not stop.is_set():
+            reads.append(server.request("GET", "/api/admin/ui-config", auth(admin)).status)
+            time.sleep(0.01)
+
+    reading = threading.Thread(target=reader)
+    reading.start()
+    try:
+        # When: 120 changes at 30 a second (disabled configurations created: 600 deliveries)
+        begun = time.monotonic()
+        for n in range(120):
+            time.sleep(max(begun + n / 30 - time.monotonic(), 0))
+            assert create(n, False) == 201
+        last_change = time.monotonic()
+        # Then: within 2 s of the last change, with the reads still coming, nearly all delivered
+        receiver.wait_for(600, timeout=max(last_change + 2 - time.monotonic(), 0))
+        delivered = receiver.count()
+        reads_before = len(reads)
+        time.sleep(0.1)
+        still_reading = len(reads) > reads_before
+    finally:
+        stop.set()
+        reading.join(10)
+    assert delivered >= 540, f"{delivered} of 600 delivered 2 s after the traffic's last change"
+    assert still_reading
+    assert set(reads) == {200}
+
+
 def test_two_processes__deliver_side_by_side__every_delivery_made_exactly_once_none_lost(
     client, admin_token, db, database, receiver, tmp_path
 ):
@@ -761,11 +824,12 @@ def test_settings__documented_defaults__the_issue_s_schedule_and_limits():
 
 
 def test_request_gauge__a_request_in_progress__background_work_waits_for_a_pause():
-    """serve's delivery threads wait (a bounded time) for a pause in API requests before each
-    attempt, so that a burst of requests keeps the CPU (web/inflight.py)."""
+    """serve's delivery threads wait (a bounded time) for room before each attempt: a request
+    held in progress the whole time leaves none, and its end does once the server has closed
+    the answer and a quiet moment has passed (web/inflight.py)."""
     import threading
 
-    from flagadmin.web.inflight import RequestGauge
+    from flagadmin.web.inflight import SHARE_WINDOW_S, RequestGauge
 
     # Given: a WSGI app whose answer is held until released
     release = threading.Event()
@@ -780,14 +844,64 @@ def test_request_gauge__a_request_in_progress__background_work_waits_for_a_pause
     caller = threading.Thread(target=lambda: answered.append(gauge({}, lambda *a: None)))
     caller.start()
     wait_until(lambda: gauge.in_progress == 1)
-    # When / Then: busy, then quiet once the answer is closed
-    assert gauge.wait_idle(0.05, quiet=0.01) is False
+    time.sleep(2 * SHARE_WINDOW_S)
+    # When / Then: busy all along (the share of busy time is about 1), then quiet once the
+    # answer is closed
+    assert gauge.busy_share() > 0.5
+    assert gauge.wait_for_room(0.3, quiet=0.01) is False
     release.set()
     caller.join(5)
     assert gauge.in_progress == 1  # the server has not closed the answer yet
     answered[0].close()
     assert gauge.in_progress == 0
-    assert gauge.wait_idle(5, quiet=0.01) is True
+    assert gauge.wait_for_room(5, quiet=0.01) is True
+
+
+def test_request_gauge__steady_requests_with_short_gaps__room_without_a_quiet_moment():
+    """Steady traffic that keeps the server busy a small share of the time, with gaps shorter
+    than the quiet moment (a request of about 1 ms every 10 ms), leaves room: the delivery
+    threads use the idle time instead of waiting for a pause that never comes. Waiting for a
+    pause only, four threads delivered 38.6 a second while 250 were needed, and the outbox
+    grew for as long as the traffic lasted (bench/RESULTS.md, "Deliveries under steady
+    traffic")."""
+    import threading
+
+    from flagadmin.web.inflight import ROOM_SHARE, SHARE_WINDOW_S, RequestGauge
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        time.sleep(0.001)
+        return [b"ok"]
+
+    gauge = RequestGauge(app)
+    stop = threading.Event()
+    sent: list[float] = []
+
+    def client():
+        while not stop.is_set():
+            gauge({}, lambda *a: None).close()
+            sent.append(time.monotonic())
+            time.sleep(0.009)
+
+    driver = threading.Thread(target=client)
+    driver.start()
+    try:
+        wait_until(lambda: len(sent) >= 10)
+        time.sleep(2 * SHARE_WINDOW_S)
+        # When: background work asks for room, the pause it would wait for longer than the gaps
+        started = time.monotonic()
+        room = gauge.wait_for_room(3, quiet=0.5)
+        waited = time.monotonic() - started
+        share = gauge.busy_share()
+    finally:
+        stop.set()
+        driver.join(5)
+    # Then: room came long before the wait's end, with requests still coming (the last one
+    # answered well within the quiet moment before the wait began)
+    assert room is True
+    assert waited < 1.5
+    assert 0 < share < ROOM_SHARE
+    assert started - max(t for t in sent if t <= started) < 0.25
 
 
 def test_claim__finished_deliveries_after_stale_statistics__window_starts_at_the_unfinished(db):
