@@ -402,6 +402,9 @@ class Worker:
         self._next_sweep = 0.0
         self._sweep_lock = threading.Lock()
         self._busy_pass = threading.Lock()
+        self._busy_turns = threading.Lock()  # guards _next_busy_turn
+        #: when (monotonic s) the next attempt without room may start (:meth:`_busy_turn`)
+        self._next_busy_turn = 0.0
         #: Attempts recorded by this worker (all threads), for logs and benchmarks.
         self.recorded = 0
 
@@ -465,7 +468,10 @@ class Worker:
                 if index == 0:
                     self._maybe_sweep(conn)
                 calm = self.room is None or self.room(YIELD_S)
-                # Through a busy spell, one thread at a time delivers (at least every YIELD_S).
+                # Without room (the server saturated), one attempt per YIELD_S between all the
+                # threads, one thread at a time: the deliveries move, the requests keep the core.
+                if not calm and not self._busy_turn():
+                    continue
                 with contextlib.nullcontext() if calm else self._busy_pass:
                     if claimed is None:
                         generation = self._generation
@@ -491,6 +497,19 @@ class Worker:
                 with contextlib.suppress(StoreError):  # else its lease ends on its own
                     store_deliveries.release(conn, claimed.id, claimed.claim)
             conn.close()
+
+    def _busy_turn(self) -> bool:
+        """Whether this thread may make an attempt without room: the first to ask once
+        :data:`YIELD_S` has passed since the last one that could. Four threads each making one
+        per ``YIELD_S`` took about 5 % of a saturated server's CPU (bench/RESULTS.md, tenth
+        section); the one attempt kept per ``YIELD_S`` is there so that deliveries never stop
+        for as long as the server stays saturated."""
+        with self._busy_turns:
+            now = time.monotonic()
+            if now < self._next_busy_turn:
+                return False
+            self._next_busy_turn = now + YIELD_S
+            return True
 
     def _sleep(self, generation: int, next_due: str | None) -> None:
         timeout = self.policy.poll_interval

@@ -823,6 +823,40 @@ def test_settings__documented_defaults__the_issue_s_schedule_and_limits():
     assert custom.integrations_allowed_hosts == ("a.test", "b")
 
 
+def test_no_room__four_threads_make_one_attempt_per_yield_between_them(
+    client, admin_token, db, database, receiver
+):
+    """While the server leaves no room (saturated), the delivery threads make one attempt per
+    ``delivery.YIELD_S`` between them, not one each: the deliveries keep moving, and take
+    about a quarter of what four threads each making one took (bench/RESULTS.md, tenth
+    section). Once there is room, the rest go at once."""
+    # Given: 60 deliveries due, and four threads whose server never has room
+    create(client, admin_token, receiver.url("/ok"), maxInFlight=100)
+    for _ in range(60):
+        change(db)
+    room = {"now": False}
+
+    def wait_for_room(timeout: float) -> bool:
+        if not room["now"]:
+            time.sleep(timeout)
+        return room["now"]
+
+    running = delivery.Worker(database, Settings(**FAST), threads=4, room=wait_for_room).start()
+    try:
+        # When: 1.5 s without room
+        time.sleep(1.5)
+        made_without_room = receiver.count()
+        # ... then room
+        room["now"] = True
+        wait_until(lambda: deliveries.unfinished_count(db) == 0, timeout=20)
+    finally:
+        running.stop(grace=3)
+    # Then: about 15 attempts in 1.5 s (four threads each on its own: about 60), and all 60 after
+    assert 3 <= made_without_room <= 25
+    assert receiver.count("/ok") == 60
+    assert len({r.headers["webhook-id"] for r in receiver.received("/ok")}) == 60
+
+
 def test_request_gauge__a_request_in_progress__background_work_waits_for_a_pause():
     """serve's delivery threads wait (a bounded time) for room before each attempt: a request
     held in progress the whole time leaves none, and its end does once the server has closed
