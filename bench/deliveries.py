@@ -490,6 +490,8 @@ def main() -> None:
     if args.receiver:
         serve_receiver(args.receiver)
         return
+    if args.rate is not None and not args.rate > 0:
+        parser.error("--rate takes a number of changes per second above 0")
     if args.quick:
         args.changes, args.rounds = min(args.changes, 300), 1
     args.work.mkdir(parents=True, exist_ok=True)
