@@ -55,6 +55,8 @@ from scim2_models import (
     Uniqueness,
 )
 
+from .timestamps import format_rfc3339, parse_rfc3339
+
 MEDIA_TYPE = "application/scim+json"
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
@@ -405,9 +407,26 @@ def parse_filter(model: type[Resource[Any]], text: str) -> Any:
         raise InvalidFilterException(detail=f"Invalid filter {text[:200]!r}: {exc}") from exc
 
 
+#: The timestamps of a resource's ``meta`` (RFC 7643 section 3.1), written as they are stored.
+_META_TIMES = ("created", "lastModified")
+
+
 def dump(resource: Resource[Any], parameters: ResponseParameters[Any] | None = None) -> dict[str, Any]:
-    """``resource`` as a response body, with the attributes ``parameters`` select."""
-    return resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=parameters)
+    """``resource`` as a response body, with the attributes ``parameters`` select.
+
+    ``meta.created`` and ``meta.lastModified`` are written as flagadmin stores and filters them
+    (RFC 3339 UTC with milliseconds, ``2026-11-27T04:36:28.000Z``): pydantic writes a datetime
+    with six digits of fraction, or with none when they are all zero, so that two timestamps
+    of the same resource could differ in form and compare wrongly as text
+    (``"...28.036000Z" < "...28Z"``).
+    """
+    document = resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=parameters)
+    meta = document.get("meta")
+    if meta:
+        for key in _META_TIMES:
+            if isinstance(meta.get(key), str):
+                meta[key] = format_rfc3339(parse_rfc3339(meta[key]))
+    return document
 
 
 def list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:

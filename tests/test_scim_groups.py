@@ -290,6 +290,25 @@ def test_patch__members_only__answer_meta_is_the_stored_one_and_moved(scim, db):
     assert (answered["meta"], answered["displayName"]) == (read["meta"], read["displayName"])
 
 
+def test_get__meta_times_with_no_fraction__written_as_stored_with_milliseconds(scim, db):
+    """meta.created and meta.lastModified are RFC 3339 UTC text with milliseconds, as stored
+    and as filters compare them, whatever their digits: pydantic alone wrote a whole second as
+    "...00Z" and any other moment with six digits ("...00.036000Z"), so two timestamps of one
+    resource compared wrongly as text (CI once failed on a PATCH made at a whole second)."""
+    # Given: a group created at a whole second and modified 36 ms later
+    group = scim.create_group("Whole Second")
+    with db.write():
+        db.run(
+            "UPDATE directory_groups SET created_at = ?, last_modified = ? WHERE display_name = ?",
+            ["2026-11-27T04:36:28.000Z", "2026-11-27T04:36:28.036Z", "Whole Second"],
+        )
+    # When
+    meta = scim.get(f"/Groups/{group['id']}").get_json()["meta"]
+    # Then
+    assert (meta["created"], meta["lastModified"]) == ("2026-11-27T04:36:28.000Z", "2026-11-27T04:36:28.036Z")
+    assert meta["created"] < meta["lastModified"]
+
+
 def test_patch__rename_to_another_groups_name_in_other_case__409_nothing_written(scim, db):
     # Given
     scim.create_group("Taken Name")
