@@ -78,7 +78,8 @@ class RequestGauge:
         """The share (0 to 1) of time with at least one request in progress, over the span
         since the last measurement, measured again when that is at least
         :data:`SHARE_WINDOW_S` old (so over one window or a little more; over the whole idle
-        spell before it, on the first call after one)."""
+        spell before it, on the first call after one). 0 until the gauge's first window has
+        passed: a server just started has room."""
         with self._lock:
             return self._share_at(time.monotonic())
 
