@@ -8,10 +8,10 @@ the last :data:`SHARE_WINDOW_S` or so: a burst that saturates the server keeps t
 deliveries catch up after it; steady traffic that leaves the server idle most of the time (a
 request every few milliseconds, so never a quiet moment) leaves the deliveries its idle time.
 
-Before the busy share, room meant a quiet moment only: with 150 reads and 20 flag archives a
-second, five webhooks taking every event (100 deliveries a second to make, the server's core
-mostly idle), the four delivery threads made 38.5 a second, one each per 0.1 s, and the outbox
-grew without end (bench/RESULTS.md, "Deliveries under steady traffic").
+Before the busy share, room meant a quiet moment only: with a read every 5 ms and 20 flag
+archives a second, five webhooks taking every event (100 deliveries a second to make, the
+server's core mostly idle), the four delivery threads made 38.3 a second, one each per 0.1 s,
+and the outbox grew without end (bench/RESULTS.md, "Deliveries under steady traffic").
 """
 
 from __future__ import annotations
