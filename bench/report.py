@@ -59,6 +59,13 @@ def verdicts(results: dict) -> list[tuple[str, bool, str]]:
     return out
 
 
+def speed_note(m: dict) -> str:
+    """``"; a Python loop step 86.0 ns"`` from a run's machine (``run.python_step_ns``), or
+    "" for results saved before it was measured."""
+    step = m.get("python_step_ns")
+    return f"; a Python loop step {step} ns" if step is not None else ""
+
+
 def _code_line(results: dict) -> str:
     line = f"- Code: flagadmin source digest {results['code_digest']}, a copy of the working tree taken "
     if results["tree_digest_end"] == results["tree_digest_start"] == results["code_digest"]:
@@ -85,7 +92,7 @@ def markdown(results: dict) -> str:
         f"- Command: `{results['command']}`",
         _code_line(results),
         f"- Machine: nproc {m['nproc']}, {m['cpu']}, {m['memory_gib']} GiB; Linux {m['kernel']}; "
-        f"Python {m['python']}, SQLite {m['sqlite']}, {m['wrk']}",
+        f"Python {m['python']}, SQLite {m['sqlite']}, {m['wrk']}{speed_note(m)}",
         f"- Data (scale {d['scale']}): {d['users']:,} users, {d['projects']:,} projects, "
         f"{d['flags']:,} flags ({d['archived_flags']:,} archived), {d['integration_events']:,} "
         f"integration events ({d['events_per_integration']['1']:,} in integration 1); caller `heavy`: "

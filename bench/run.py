@@ -134,8 +134,28 @@ def snapshot(source: Path, dest: Path) -> Path:
     return dest
 
 
+def python_step_ns(iterations: int = 1_000_000, rounds: int = 10) -> float:
+    """How fast this machine runs Python: nanoseconds per step of a plain loop (``s += i`` on
+    locals), the best of ``rounds`` loops of ``iterations`` steps (about half a second).
+
+    A yardstick printed with every report, so that absolute figures taken on VMs of different
+    speeds can be told apart. On the VM of bench/RESULTS.md's twelfth section, where a kept 4.3
+    took 153 µs of CPU in process against 61 to 78 µs on the VMs before it: 35.5 to 39.0 ns in
+    five calls (best of 3 x 2,000,000 steps instead: 35 to 66 ns). It is taken once, before
+    the run: a VM that slows down during a run is not seen in it."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        total = 0
+        for i in range(iterations):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return round(best / iterations * 1e9, 1)
+
+
 def machine() -> dict:
-    """Describe this machine and the software under test."""
+    """Describe this machine and the software under test (``python_step_ns``: see
+    :func:`python_step_ns`)."""
     model = next(
         (line.split(":", 1)[1].strip() for line in _output(["lscpu"]).splitlines() if "Model name" in line),
         "?",
@@ -152,6 +172,7 @@ def machine() -> dict:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
+        "python_step_ns": python_step_ns(),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 

@@ -58,7 +58,7 @@ def _head(results: dict) -> list[str]:
         f"- Command: `{results['command']}`",
         report._code_line(results),
         f"- Machine: nproc {m['nproc']}, {m['cpu']}, {m['memory_gib']} GiB; Linux {m['kernel']}; "
-        f"Python {m['python']}, SQLite {m['sqlite']}, {m['wrk']}",
+        f"Python {m['python']}, SQLite {m['sqlite']}, {m['wrk']}{report.speed_note(m)}",
         f"- Data: scale {main['scale']} ({main['users']:,} users, {main['projects']:,} projects, "
         f"{main['flags']:,} flags, {main['integration_events']:,} integration events, "
         f"{main['events_per_integration']['1']:,} in integration 1); the small install: scale "
