@@ -60,7 +60,7 @@ def verdicts(results: dict) -> list[tuple[str, bool, str]]:
 
 
 def speed_note(m: dict) -> str:
-    """``"; a Python loop step 86.0 ns"`` from a run's machine (``run.python_step_ns``), or
+    """``"; a Python loop step 37.1 ns"`` from a run's machine (``run.python_step_ns``), or
     "" for results saved before it was measured."""
     step = m.get("python_step_ns")
     return f"; a Python loop step {step} ns" if step is not None else ""

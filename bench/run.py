@@ -140,8 +140,8 @@ def python_step_ns(iterations: int = 1_000_000, rounds: int = 10) -> float:
 
     A yardstick printed with every report, so that absolute figures taken on VMs of different
     speeds can be told apart. On the VM of bench/RESULTS.md's twelfth section, where a kept 4.3
-    took 153 µs of CPU in process against 61 to 78 µs on the VMs before it: 35.5 to 39.0 ns in
-    five calls (best of 3 x 2,000,000 steps instead: 35 to 66 ns). It is taken once, before
+    took 153 µs of CPU in process against 61 to 78 µs on the VMs before it: 35.3 to 39.0 ns in
+    six measurements (best of 3 x 2,000,000 steps instead: 35 to 66 ns). It is taken once, before
     the run: a VM that slows down during a run is not seen in it."""
     best = float("inf")
     for _ in range(rounds):
