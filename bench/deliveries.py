@@ -236,13 +236,23 @@ def disabled_config(port: int, token: str, receiver: int) -> int:
         conn.close()
 
 
-def addon_body(receiver: int, description: str) -> dict:
+def addon_body(
+    receiver: int,
+    description: str,
+    *,
+    enabled: bool = False,
+    events: list[str] | None = None,
+    path: str = "/target",
+) -> dict:
+    """The body of a webhook configuration (``addonCreateUpdateSchema``, the reference server's
+    shape, which flagadmin takes too) delivering to ``receiver`` on this machine at ``path``,
+    taking ``events`` (default: ``feature-created`` only)."""
     return {
         "provider": "webhook",
-        "enabled": False,
+        "enabled": enabled,
         "description": description,
-        "parameters": {"url": f"http://{HOST}:{receiver}/target"},
-        "events": ["feature-created"],
+        "parameters": {"url": f"http://{HOST}:{receiver}{path}"},
+        "events": events or ["feature-created"],
     }
 
 

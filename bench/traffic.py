@@ -30,6 +30,11 @@ one process and with two (engines.py's protocol), with ratios to SQLite, and no 
 ``--setups`` picks some of the three (``sqlite,postgresql,postgresql-x2``; the first is the base
 of the ratios), e.g. ``--setups postgresql`` to compare two versions of the code on PostgreSQL.
 
+With ``--reference http://127.0.0.1:PORT`` the writes phase also drives a running reference
+server with the same script and loads (flag create and archive), in turn with flagadmin in each
+round: issue 13's write rates are ten times the reference's, measured the same way, and VMs
+differ (:func:`reference_writes`).
+
 Results: ``<out>/traffic.json`` (every figure of every round) and ``<out>/traffic.md``. See
 bench/README.md, "Real traffic".
 """
@@ -58,6 +63,7 @@ from urllib.parse import urlsplit, urlunsplit
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+import deliveries  # noqa: E402
 import generate  # noqa: E402
 import loadgen  # noqa: E402
 import procs  # noqa: E402
@@ -95,6 +101,19 @@ SUPPLY_RATE = 4000
 #: Writes of each kind made on a fresh server before the measured runs.
 WRITE_WARM_UP = 50
 SETUP_COLUMNS = ("flagadmin", "flask", "wsgi")
+#: The writes of ``--reference``: the two that issue 13's rates are "ten times the reference
+#: server" of, on paths both servers share (the reference's open-source edition has no SCIM).
+REFERENCE_KINDS = ("flag-create", "flag-archive")
+#: Description of the webhook configurations the runs make on the reference server: a run finds
+#: its own by it, and touches no others.
+REFERENCE_ADDON = "flagadmin bench/traffic.py receiver"
+#: Seconds a change of the reference server's webhook configurations takes to be seen: it keeps
+#: its list of enabled ones for a minute before reading it again (no event on a change clears it).
+REFERENCE_ADDON_CACHE_S = 61
+#: Archives per second the reference's supplies are sized for: made through its own create
+#: path, at about its create rate (110 a second here), so sized near what it archives (151 a
+#: second here, 2026-11-27). A run that outpaces its supply shows 404s in the errors column.
+REFERENCE_SUPPLY_RATE = 400
 
 
 # --- loads and how they run ------------------------------------------------------------------
@@ -139,8 +158,28 @@ class Setup:
     process per CPU of ``cpus``, or a ceiling (``flask``/``wsgi``) answering from an index."""
 
     label: str
-    kind: str  # flagadmin, flask, wsgi
+    kind: str  # flagadmin, flask, wsgi, reference (--reference: the writes phase only)
     cpus: tuple[str, ...] = ("0",)
+
+
+@dataclass
+class Remote:
+    """A server this run does not start (``--reference``): wrk and the clients reach it on
+    127.0.0.1 at ``port``, as they reach the servers they start."""
+
+    port: int
+
+
+def loopback_port(url: str) -> int:
+    """The port of an ``http://127.0.0.1:PORT`` (or ``localhost``) URL.
+
+    :raise ValueError: another scheme or host, or no port: the benchmarks' load never leaves
+        the machine.
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost") or not parts.port:
+        raise ValueError(f"{url!r}: give http://127.0.0.1:PORT (the load stays on this machine)")
+    return parts.port
 
 
 #: The setups of a run with a postgresql:// ``--db`` (``--setups``), by their option names.
@@ -170,6 +209,10 @@ class Traffic:
         self.receiver_port = procs.free_port()
         self.meta: dict[str, dict] = {}
         self.users: dict[str, list[dict]] = {}
+        #: --reference's server, and how many webhook configurations of this run it has
+        #: (None: not yet looked at)
+        self.reference = Remote(loopback_port(args.reference)) if args.reference else None
+        self.reference_integrations: int | None = None
 
     # servers
 
@@ -1038,54 +1081,166 @@ def drain(t: Traffic, target: str) -> float:
     return round(time.monotonic() - started, 2)
 
 
-def writes(t: Traffic, setups: list[Setup], targets: dict[str, str], receivers: dict[str, list[int]]) -> dict:
-    """Each write kind with 0, 1 and 5 matching configurations, on every flagadmin setup, on
-    one fresh server: :data:`WRITE_WARM_UP` writes, then one connection for
-    ``--latency-duration`` s, then ``--connections`` for ``--duration`` s; after each, the wait
-    for the outbox to empty (bounded by ``--drain-timeout``; what is left is cancelled once the
-    server has stopped)."""
+def write_loads(t: Traffic) -> tuple[tuple[str, int, int, int | None], ...]:
+    """The loads of each write case, in order, on one server: (label, connections, seconds,
+    writes or None): :data:`WRITE_WARM_UP` writes, then one connection for
+    ``--latency-duration`` s, then ``--connections`` for ``--duration`` s."""
+    return (
+        ("warm-up", 1, 1, WRITE_WARM_UP),
+        ("one connection", 1, t.args.latency_duration, None),
+        ("load", t.args.connections, t.args.duration, None),
+    )
+
+
+def flagadmin_writes(
+    t: Traffic, setup: Setup, target: str, receivers: list[int], kind: str, count: int, r: int
+) -> dict:
+    """One write case on a fresh flagadmin server of ``setup`` with ``count`` of ``receivers``
+    enabled: :func:`write_loads`, each followed by the wait for the outbox to empty (bounded
+    by ``--drain-timeout``; what is left is cancelled once the server has stopped)."""
     admin = t.meta["main"]["admin_token"]
+    enable_receivers(target, receivers, count)
+    figures: dict = {}
+    supplies = []
+    with t.serving(setup, target, None) as servers:
+        for server in servers:
+            procs.fetch(server.port, UI_CONFIG, "GET", admin)
+        for label, connections, duration, once in write_loads(t):
+            load, supply = write_load(
+                t, kind, f"{tag()}{r}", connections, duration, admin, target, servers[0].port, once
+            )
+            supplies.append(supply)
+            figures[label] = t.drive(servers, load)
+            # the next run starts with an empty outbox (bounded wait), so that the
+            # one-connection latency does not share the core with a backlog
+            figures[f"{label} drain_s"] = drain(t, target)
+        figures["drain_s"] = figures.pop("load drain_s")
+        del figures["warm-up"]
+    figures["cancelled"] = cancel_deliveries(target)
+    for supply in supplies:
+        if supply:
+            remove_supply(target, supply)
+    return figures
+
+
+def reference_call(t: Traffic, method: str, path: str, body: dict | None = None) -> dict | None:
+    """One request to ``--reference`` with its admin token; the JSON answer (None if empty).
+
+    :raise RuntimeError: a status other than 2xx (its body says why).
+    """
+    client = Client(t.reference.port, t.args.reference_token)
+    try:
+        status, _, payload, _ = client.send(method, path, body)
+    finally:
+        client.close()
+    if not 200 <= status < 300:
+        raise RuntimeError(f"the reference server answered {method} {path} with {status}: {payload[:300]!r}")
+    return json.loads(payload) if payload.strip() else None
+
+
+def configure_reference(t: Traffic, count: int) -> None:
+    """Exactly ``count`` of this run's webhook configurations enabled on the reference server
+    (:data:`REFERENCE_ADDON`; made when missing, never deleted: it would go on delivering for
+    a deleted one until its cache expires, and the log row of such a delivery fails its
+    foreign key), each taking every event type its webhook provider offers and delivering to
+    this run's receiver (core 1), as flagadmin's take every event type. After a change, waits
+    :data:`REFERENCE_ADDON_CACHE_S` s: the reference reads its configurations once a minute."""
+    if t.reference_integrations == count:
+        return
+    found = reference_call(t, "GET", "/api/admin/addons")
+    ours = [a for a in found["addons"] if a.get("description") == REFERENCE_ADDON]
+    ours.sort(key=lambda a: a["id"])
+    events = next(p["events"] for p in found["providers"] if p["name"] == "webhook")
+
+    def body(i: int, enabled: bool) -> dict:
+        return deliveries.addon_body(
+            t.receiver_port, REFERENCE_ADDON, enabled=enabled, events=events, path=f"/reference/{i}"
+        )
+
+    changed = False
+    for i in range(len(ours), count):
+        ours.append(reference_call(t, "POST", "/api/admin/addons", body(i, True)))
+        changed = True
+    for i, addon in enumerate(ours):
+        # each one is rewritten, for this run's receiver port: one enabled before or after
+        # changes what the reference does once its cache expires
+        reference_call(t, "PUT", f"/api/admin/addons/{addon['id']}", body(i, i < count))
+        changed = changed or addon["enabled"] or i < count
+    t.reference_integrations = count
+    if changed:
+        print(f"Reference: {count} webhook configurations; waiting out its cache ...", flush=True)
+        time.sleep(REFERENCE_ADDON_CACHE_S)
+
+
+def reference_supply(t: Traffic, name: str, count: int) -> str:
+    """At least ``count`` live flags made through the reference server's own create path
+    (``writes.lua``'s flag-create at ``--connections``, stopped after ``count`` answers): the
+    archive writes' supply. Returns the prefix that ``writes.lua`` archives them by.
+
+    :raise RuntimeError: a create was refused (above the reference's limit of flags?).
+    """
+    env = {
+        "BENCH_KIND": "flag-create",
+        "BENCH_TAG": name,
+        "BENCH_PROJECT": t.args.reference_project,
+        "BENCH_AUTH": t.args.reference_token,
+    }
+    path = f"/api/admin/projects/{t.args.reference_project}/features"
+    load = Load("supply", "writes.lua", env, t.args.connections, path, once=count, method="POST")
+    made = t.drive([t.reference], load)
+    if made["errors"]:
+        raise RuntimeError(
+            f"{made['errors']} of the reference server's creates for a supply failed (a limit of"
+            f" flags?); see {t.wrk_log}"
+        )
+    return f"{name}-0"  # writes.lua names part 0's flags <tag>-0-<m>, m from 1 (as it archives)
+
+
+def reference_writes(t: Traffic, kind: str, count: int, r: int) -> dict:
+    """One write case on ``--reference`` (a running server, not restarted) with ``count``
+    webhook configurations (:func:`configure_reference`): the loads of :func:`write_loads` in
+    ``--reference-project``, archives from supplies made through its own create path
+    (:func:`reference_supply`, sized for :data:`REFERENCE_SUPPLY_RATE`). Its deliveries are its
+    own affair: no outbox to wait for."""
+    configure_reference(t, count)
+    path = f"/api/admin/projects/{t.args.reference_project}/features"
+    figures: dict = {}
+    for label, connections, duration, once in write_loads(t):
+        env = {
+            "BENCH_KIND": kind,
+            "BENCH_TAG": f"w{tag()}{r}",
+            "BENCH_PROJECT": t.args.reference_project,
+            "BENCH_AUTH": t.args.reference_token,
+        }
+        if kind == "flag-archive":
+            wanted = (once or REFERENCE_SUPPLY_RATE * duration) + 10
+            env["BENCH_SUPPLY_PREFIX"] = reference_supply(t, f"s{tag()}{r}", wanted)
+        load = Load(kind, "writes.lua", env, connections, path, once=once, method="POST", duration=duration)
+        figures[label] = t.drive([t.reference], load)
+    del figures["warm-up"]
+    figures["drain_s"] = None
+    figures["cancelled"] = 0
+    return figures
+
+
+def writes(t: Traffic, setups: list[Setup], targets: dict[str, str], receivers: dict[str, list[int]]) -> dict:
+    """Each write kind with 0, 1 and 5 matching configurations, on every flagadmin setup
+    (:func:`flagadmin_writes`) and, with ``--reference``, on the reference server
+    (:func:`reference_writes`, :data:`REFERENCE_KINDS` only), round after round: the servers
+    measured in turn, so that each round's figures share the VM's speed of the moment."""
     runs: dict = {}
     for r in range(1, t.args.rounds + 1):
-        for kind in t.args.write_kinds:
-            for count in t.args.integrations:
+        # counts outside kinds: the reference's configurations change once per count
+        for count in t.args.integrations:
+            for kind in t.args.write_kinds:
                 for setup in setups:
-                    if setup.kind != "flagadmin":
+                    if setup.kind == "flagadmin":
+                        target = targets[f"{setup.label}:work-main"]
+                        figures = flagadmin_writes(t, setup, target, receivers[setup.label], kind, count, r)
+                    elif setup.kind == "reference" and kind in REFERENCE_KINDS:
+                        figures = reference_writes(t, kind, count, r)
+                    else:
                         continue
-                    target = targets[f"{setup.label}:work-main"]
-                    enable_receivers(target, receivers[setup.label], count)
-                    figures: dict = {}
-                    supplies = []
-                    with t.serving(setup, target, None) as servers:
-                        for server in servers:
-                            procs.fetch(server.port, UI_CONFIG, "GET", admin)
-                        for label, connections, duration, once in (
-                            ("warm-up", 1, 1, WRITE_WARM_UP),
-                            ("one connection", 1, t.args.latency_duration, None),
-                            ("load", t.args.connections, t.args.duration, None),
-                        ):
-                            load, supply = write_load(
-                                t,
-                                kind,
-                                f"{tag()}{r}",
-                                connections,
-                                duration,
-                                admin,
-                                target,
-                                servers[0].port,
-                                once,
-                            )
-                            supplies.append(supply)
-                            figures[label] = t.drive(servers, load)
-                            # the next run starts with an empty outbox (bounded wait), so that the
-                            # one-connection latency does not share the core with a backlog
-                            figures[f"{label} drain_s"] = drain(t, target)
-                        figures["drain_s"] = figures.pop("load drain_s")
-                        del figures["warm-up"]
-                    figures["cancelled"] = cancel_deliveries(target)
-                    for supply in supplies:
-                        if supply:
-                            remove_supply(target, supply)
                     key = f"{kind} x{count}"
                     runs.setdefault(key, {}).setdefault(setup.label, []).append(figures)
                     show(
@@ -1148,6 +1303,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         f"{', '.join(ENGINE_SETUPS)}; the first is the base of the ratios)",
     )
     p.add_argument(
+        "--reference",
+        metavar="URL",
+        default=None,
+        help="a running reference server (http://127.0.0.1:PORT, started on core 0 with its"
+        " database): the writes phase measures its flag creates and archives too, for the ratio"
+        " of issue 13's write rates (ten times the reference's, measured the same way)",
+    )
+    p.add_argument(
+        "--reference-token",
+        default=os.environ.get("BENCH_REFERENCE_TOKEN"),
+        help="an admin API token of --reference (default: $BENCH_REFERENCE_TOKEN)",
+    )
+    p.add_argument("--reference-project", default="default", help="--reference's project of the writes")
+    p.add_argument(
         "--quick",
         action="store_true",
         help="a check of the suite in about a minute: the install database for everything, "
@@ -1176,6 +1345,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--integrations: comma-separated whole numbers")
     if any(not 0 <= n <= max(INTEGRATION_COUNTS) for n in args.integrations):
         p.error(f"--integrations: each count from 0 to {max(INTEGRATION_COUNTS)}")
+    if args.reference:
+        try:
+            loopback_port(args.reference)
+        except ValueError as exc:
+            p.error(f"--reference: {exc}")
+        if not args.reference_token:
+            p.error("--reference needs --reference-token (or $BENCH_REFERENCE_TOKEN): an admin API token")
     return args
 
 
@@ -1242,6 +1418,14 @@ def main(argv: list[str] | None = None) -> None:
         "setups": [s.label for s in setups],
         "engines": postgresql,
     }
+    if t.reference:
+        # what it says of itself (4.3's version fields), so that a report names what it measured
+        found = reference_call(t, "GET", UI_CONFIG)
+        results["reference"] = {
+            "url": args.reference,
+            "project": args.reference_project,
+            "version": found.get("version"),
+        }
     with t.receiver():
         if "reads" in args.phases:
             results["reads"] = reads(t, setups, targets)
@@ -1275,7 +1459,8 @@ def main(argv: list[str] | None = None) -> None:
                         results["after_write"][f"{setup.label} {database}"] = found
                         print(f"4.4 after a write, {setup.label} {database}: {found}", flush=True)
             if "writes" in args.phases:
-                results["writes"] = writes(t, setups, targets, receivers)
+                reference = [Setup("reference", "reference")] if t.reference else []
+                results["writes"] = writes(t, setups + reference, targets, receivers)
     results["run_py_4_5"] = run_py_token_figures(args.out / "results.json")
     results["seconds"] = round(time.monotonic() - started)
     results["tree_digest_end"] = run.code_digest(tree)
