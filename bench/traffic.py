@@ -110,9 +110,10 @@ REFERENCE_ADDON = "flagadmin bench/traffic.py receiver"
 #: Seconds a change of the reference server's webhook configurations takes to be seen: it keeps
 #: its list of enabled ones for a minute before reading it again (no event on a change clears it).
 REFERENCE_ADDON_CACHE_S = 61
-#: Archives per second the reference's supplies are sized for: made through its own create
-#: path, at about its create rate (110 a second here), so sized near what it archives (151 a
-#: second here, 2026-11-27). A run that outpaces its supply shows 404s in the errors column.
+#: Archives per second the reference's supplies are sized for: they are made through its own
+#: create path, at its create rate (77 to 109 a second here), so they are sized near what it
+#: archives (151 to 198 a second here, 2026-11-27; bench/RESULTS.md, thirteenth section). A run
+#: that outpaces its supply shows 404s in the errors column.
 REFERENCE_SUPPLY_RATE = 400
 
 
