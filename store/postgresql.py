@@ -327,7 +327,8 @@ class PostgresDatabase:
     """A PostgreSQL database reached at ``url``, with a connection pool for this process.
 
     ``max_size`` connections at most (one per server thread plus the delivery workers);
-    :meth:`connect` borrows one, waiting at most :data:`POOL_TIMEOUT_S` seconds.
+    :meth:`connect` borrows one, waiting at most :data:`POOL_TIMEOUT_S` seconds. The pool opens
+    at the first :meth:`connect` and, once :meth:`close` has closed it, never again.
     """
 
     dialect = "postgresql"
@@ -339,6 +340,7 @@ class PostgresDatabase:
         self.url = url
         self.min_size, self.max_size = min_size, max_size
         self._pool = None
+        self._closed = False
         self._lock = threading.Lock()
         #: When each connection was last given back (time.monotonic()), for :meth:`_check`.
         self._given_back: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
@@ -352,6 +354,8 @@ class PostgresDatabase:
 
     def _get_pool(self):
         with self._lock:
+            if self._closed:
+                raise Unavailable("the database's connection pool is closed: its application has stopped")
             if self._pool is None:
                 from psycopg_pool import ConnectionPool
 
@@ -399,8 +403,13 @@ class PostgresDatabase:
         return PostgresConnection(raw, functools.partial(self._give_back, pool))
 
     def close(self) -> None:
-        """Close the pool and every connection in it."""
+        """Close the pool and every connection in it, for good: a later :meth:`connect` raises
+        :class:`Unavailable` instead of opening a new pool. Work that outlives its application
+        (a timer's batch of token uses, due a second after the last request) would otherwise
+        open a pool that nothing closes once this object is collected: its worker threads
+        reconnecting, for minutes, to a database that may be gone."""
         with self._lock:
+            self._closed = True
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None

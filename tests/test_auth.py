@@ -131,6 +131,38 @@ def test_token__uses__flush_while_the_timer_writes__returns_only_once_written(da
     assert flushed == 0
 
 
+def test_token__uses_due_after_the_pools_closed__dropped_no_connection_reopened(
+    engine, make_app, database, admin_token, caplog
+):
+    """PostgreSQL: a batch of token uses falling due after its application's pool was closed
+    (a stopped server, a test's end) is dropped with a warning. It used to open a new pool that
+    nothing closed: CI printed that pool's reconnect errors after the suite had passed."""
+    if engine != "postgresql":
+        pytest.skip("about PostgreSQL's connection pools")
+    from flagadmin.store.postgresql import PostgresDatabase, connect_once
+
+    def connections() -> int:
+        """Sessions on the test's database besides this one (the fixtures' own included)."""
+        with connect_once(database) as conn:
+            return conn.value(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+
+    # Given: an app that noted a token use, its batch due 0.3 s later
+    app = make_app(config={"TOKEN_USES_FLUSH_S": 0.3})
+    assert app.test_client().get(UI, headers=auth(admin_token)).status_code == 200
+    # When: the process's pools are closed before the batch is due, and it falls due
+    PostgresDatabase.close_all()
+    before = connections()
+    deadline = time.monotonic() + 10
+    while "not recorded" not in caplog.text and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Then: the batch was dropped with a warning, and it opened no connection
+    assert "last use of 1 API token(s) not recorded" in caplog.text
+    assert connections() == before
+
+
 def test_token__revoked_while_remembered__401_on_the_next_request(client, db, admin_token):
     # Given: a token the app has found valid (and remembers)
     assert client.get(UI, headers=auth(admin_token)).status_code == 200
