@@ -30,10 +30,11 @@ JSON = "application/json"
 
 
 def flask_app(body: bytes) -> Flask:
-    """Return a Flask app whose single route answers ``body`` to GET and POST on any path."""
+    """Return a Flask app whose single route answers ``body`` to GET, POST and DELETE on any
+    path."""
     app = Flask(__name__)
 
-    @app.route("/<path:path>", methods=["GET", "POST"])
+    @app.route("/<path:path>", methods=["GET", "POST", "DELETE"])
     def answer(path: str) -> Response:
         return Response(body, mimetype=JSON)
 

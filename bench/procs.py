@@ -116,6 +116,12 @@ class Server:
                 out[key] = int(value.split()[0])
         return out
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used so far (user + system, all its threads), in
+        seconds, from ``/proc/<pid>/stat``."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         """Terminate the process (SIGTERM, then SIGKILL after 10 s) and close its log."""
         if self.proc.poll() is None:

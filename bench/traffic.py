@@ -96,6 +96,8 @@ WRITE_KINDS = ("flag-create", "flag-archive", "scim-user-create", "scim-group-pa
 INTEGRATION_COUNTS = (0, 1, 5)
 #: Project of the flags the writes create and archive (made in the working copies).
 WRITE_PROJECT = "traffic"
+#: The description of the receivers' webhook configurations (:func:`prepare_work`), then a number.
+RECEIVER_DESCRIPTION = "traffic receiver"
 #: Writes per second the supplies (flags to archive, group members to add) are sized for.
 SUPPLY_RATE = 4000
 #: Writes of each kind made on a fresh server before the measured runs.
@@ -496,13 +498,21 @@ def prepare_work(target: str, receiver_port: int) -> list[int]:
         for n in range(max(INTEGRATION_COUNTS)):
             config = {
                 "provider": "webhook",
-                "description": f"traffic receiver {n}",
+                "description": f"{RECEIVER_DESCRIPTION} {n}",
                 "enabled": False,
                 "events": list(EVENT_TYPES),
                 "parameters": {"url": f"http://{procs.HOST}:{receiver_port}/traffic/{n}"},
             }
             ids.append(store_integrations.insert(conn, config, created_at=now_rfc3339()))
     return ids
+
+
+def receiver_ids(target: str) -> list[int]:
+    """The ids of the receivers' webhook configurations that :func:`prepare_work` added to
+    ``target``, in order."""
+    with connect(target) as conn:
+        sql = "SELECT id FROM integrations WHERE description LIKE ? ORDER BY id"
+        return list(conn.values(sql, [RECEIVER_DESCRIPTION + " %"]))
 
 
 def enable_receivers(target: str, ids: list[int], count: int) -> None:
