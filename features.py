@@ -199,9 +199,12 @@ def event_data(flag: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _environment_wire(row: dict[str, Any]) -> dict[str, Any]:
+def _environment_wire(row: dict[str, Any], feature_name: str) -> dict[str, Any]:
+    """A flag in one environment (``FlagEnvironmentSchema``'s keys, in its order)."""
     return {
         "name": row["name"],
+        "featureName": feature_name,
+        "environment": row["name"],
         "type": row["type"],
         "enabled": bool(row["enabled"]),
         "sortOrder": row["sort_order"],
@@ -218,27 +221,22 @@ def feature_wire(
     environments: list[dict[str, Any]] | None = None,
     favorite: bool | None = None,
 ) -> dict[str, Any]:
-    """One flag in the reference server's ``featureSchema`` shape, as ``user_id`` sees it.
+    """One flag in the reference server's ``featureSchema`` shape, as ``user_id`` sees it, its
+    keys in the order of ``blueprints.features.FlagSchema`` (the views send it as it is).
     ``tags``, ``environments`` (as :mod:`flagadmin.store.features` gives them) and
     ``favorite``: when the caller has them at hand (it just wrote them); None: read."""
+    name = flag["name"]
     wire: dict[str, Any] = {
-        "name": flag["name"],
+        "name": name,
         "type": flag["type"],
         "description": flag["description"],
         "project": flag["project_id"],
         "archived": flag["archived_at"] is not None,
         "archivedAt": flag["archived_at"],
         "stale": bool(flag["stale"]),
-        "favorite": store_features.is_favorite(conn, user_id, flag["name"]) if favorite is None else favorite,
+        "favorite": store_features.is_favorite(conn, user_id, name) if favorite is None else favorite,
         "impressionData": bool(flag["impression_data"]),
         "createdAt": flag["created_at"],
-        "environments": [
-            {**_environment_wire(row), "featureName": flag["name"], "environment": row["name"]}
-            for row in (
-                store_features.environments(conn, flag["name"]) if environments is None else environments
-            )
-        ],
-        "tags": store_features.tags(conn, flag["name"]) if tags is None else tags,
     }
     if flag["created_by_user_id"] is not None:
         wire["createdBy"] = {
@@ -246,11 +244,15 @@ def feature_wire(
             "name": flag["creator_name"] or "unknown",
             "imageUrl": flag["creator_image_url"] or "",
         }
+    rows = store_features.environments(conn, name) if environments is None else environments
+    wire["environments"] = [_environment_wire(row, name) for row in rows]
+    wire["tags"] = store_features.tags(conn, name) if tags is None else tags
     return wire
 
 
 def project_features(conn: Connection, caller: Any, project_id: str) -> dict[str, Any]:
-    """The live flags of a project in the reference server's ``projectFeaturesSchema`` shape.
+    """The live flags of a project in the reference server's ``projectFeaturesSchema`` shape,
+    keys in the order of ``blueprints.features.ProjectFlagsSchema`` (the view sends it as it is).
 
     :raise NotFoundError: no such project.
     :raise NoAccessError: the caller cannot see it.
@@ -269,7 +271,15 @@ def project_features(conn: Connection, caller: Any, project_id: str) -> dict[str
                 "impressionData": bool(flag["impression_data"]),
                 "createdAt": flag["created_at"],
                 "environments": [
-                    {**_environment_wire(row), "variantCount": 0} for row in flag["environments"]
+                    {
+                        "name": row["name"],
+                        "type": row["type"],
+                        "enabled": bool(row["enabled"]),
+                        "sortOrder": row["sort_order"],
+                        "variantCount": 0,
+                        "lastSeenAt": row["last_seen_at"],
+                    }
+                    for row in flag["environments"]
                 ],
                 "tags": flag["tags"],
             }

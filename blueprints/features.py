@@ -17,8 +17,7 @@ from .. import features
 from ..spec import FLAG_TYPES
 from ..web.auth import Permission
 from ..web.fields import Timestamp
-from ..web.jsonio import json_response
-from ..web.operations import PathParameter, operation
+from ..web.operations import PathParameter, Wire, operation
 from ..web.state import state
 
 bp = Blueprint("features", __name__, url_prefix="/api/admin")
@@ -242,7 +241,7 @@ def get_features(caller, conn, projectId):
     """The live flags of the project, newest created first, with their environments, tags
     and whether the caller favorited each. Admins and Editors see every project; others the
     projects where they hold a role."""
-    return json_response(features.project_features(conn, caller, projectId))
+    return Wire(features.project_features(conn, caller, projectId))
 
 
 @operation(
@@ -273,7 +272,7 @@ def create_feature(caller, conn, projectId, body):
     created by the caller (so it shows in her personal dashboard, 4.2). Needs CREATE_FEATURE
     in the project. A name taken by a live or an archived flag, an invalid name or an unknown
     type is refused with 400 naming the field. Records ``feature-created``."""
-    return features.create(conn, caller, projectId, body, state().clock)
+    return Wire(features.create(conn, caller, projectId, body, state().clock))
 
 
 @operation(
@@ -287,7 +286,7 @@ def create_feature(caller, conn, projectId, body):
 )
 def get_feature(caller, conn, projectId, featureName):
     """One live flag of the project; an archived flag is 404 here (4.4 lists it)."""
-    return features.get(conn, caller, projectId, featureName)
+    return Wire(features.get(conn, caller, projectId, featureName))
 
 
 @operation(
@@ -307,7 +306,7 @@ def update_feature(caller, conn, projectId, featureName, body):
     the value of a new flag). Needs UPDATE_FEATURE. Records ``feature-metadata-updated``, then
     ``feature-stale-on`` or ``-off`` when stale changed; nothing when nothing changed. An
     archived flag is 409: revive it first."""
-    return features.replace(conn, caller, projectId, featureName, body, state().clock)
+    return Wire(features.replace(conn, caller, projectId, featureName, body, state().clock))
 
 
 @operation(
@@ -334,11 +333,12 @@ def patch_feature(caller, conn, projectId, featureName, body):
         if "value" in op:
             operation_["value"] = op["value"]
         operations.append(operation_)
-    return features.patch(conn, caller, projectId, featureName, operations, state().clock)
+    return Wire(features.patch(conn, caller, projectId, featureName, operations, state().clock))
 
 
 def _toggle(caller, conn, projectId, featureName, environment, enabled: bool):
-    return features.set_enabled(conn, caller, projectId, featureName, environment, enabled, state().clock)
+    flag = features.set_enabled(conn, caller, projectId, featureName, environment, enabled, state().clock)
+    return Wire(flag)
 
 
 @operation(
