@@ -50,8 +50,6 @@ from flagadmin.store import connect, tokens
 
 BENCH = Path(__file__).resolve().parent
 KINDS = ("flag-archive", "flag-create")
-#: Live flags made for each archive load: more than any server archives in a run.
-SUPPLY = 40_000
 
 
 def floor_app(db: str, token: str):
@@ -121,7 +119,8 @@ def measure(wrk: str, server: procs.Server, kind: str, db: str, admin: str, args
     env = {"BENCH_KIND": kind, "BENCH_TAG": run_tag, "BENCH_PROJECT": traffic.WRITE_PROJECT}
     env["BENCH_AUTH"] = admin
     if kind == "flag-archive":
-        traffic.add_supply(db, run_tag, SUPPLY)
+        # sized as traffic.py sizes its supplies: more than any server archives in the run
+        traffic.add_supply(db, run_tag, traffic.SUPPLY_RATE * args.seconds + 10)
         env["BENCH_SUPPLY_PREFIX"] = run_tag
     try:
         with server:
