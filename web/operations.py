@@ -261,8 +261,8 @@ class Wire(dict):
     """A view's answer already in the shape of its operation's response schema: the schema's
     keys in the schema's order, each value what the schema's dump gives. The operation sends
     it as it is instead of dumping it through the schema again (dumping one flag takes about
-    50 µs; a flag create costs about 8 % less CPU without it: bench/RESULTS.md, fourteenth
-    section).
+    50 µs; in one thread a flag create costs about 8 % less CPU without it: bench/RESULTS.md,
+    fourteenth section).
 
     Under Flask's ``TESTING`` the operation dumps it as well and compares the JSON of both,
     byte for byte: a key, a value or an order of its own fails the request with a 500 that
