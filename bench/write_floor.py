@@ -50,6 +50,8 @@ from flagadmin.store import connect, tokens
 
 BENCH = Path(__file__).resolve().parent
 KINDS = ("flag-archive", "flag-create")
+#: The flags of the project ``writes.lua`` writes to.
+FLAGS_PATH = f"/api/admin/projects/{traffic.WRITE_PROJECT}/features"
 
 
 def floor_app(db: str, token: str):
@@ -97,9 +99,9 @@ def ceiling_body(db: str, port: int, admin: str, kind: str) -> bytes:
     try:
         if kind == "flag-archive":
             traffic.add_supply(db, name, 1)
-            status, _, body, _ = client.send("DELETE", f"{traffic_path()}/{name}-0")
+            status, _, body, _ = client.send("DELETE", f"{FLAGS_PATH}/{name}-0")
         else:
-            status, _, body, _ = client.send("POST", traffic_path(), {"name": name, "type": "release"})
+            status, _, body, _ = client.send("POST", FLAGS_PATH, {"name": name, "type": "release"})
     finally:
         client.close()
     if status not in (201, 202):
@@ -107,17 +109,16 @@ def ceiling_body(db: str, port: int, admin: str, kind: str) -> bytes:
     return body
 
 
-def traffic_path() -> str:
-    """The path of the flags of the project ``writes.lua`` writes to."""
-    return f"/api/admin/projects/{traffic.WRITE_PROJECT}/features"
-
-
 def measure(wrk: str, server: procs.Server, kind: str, db: str, admin: str, args, log: Path) -> dict:
     """Drive ``server`` with ``kind`` writes (an archive load takes a supply of flags, made
     first and removed after); wrk's figures plus ``cpu_us``, the server's CPU per request."""
     run_tag = f"f{time.time_ns()}"
-    env = {"BENCH_KIND": kind, "BENCH_TAG": run_tag, "BENCH_PROJECT": traffic.WRITE_PROJECT}
-    env["BENCH_AUTH"] = admin
+    env = {
+        "BENCH_KIND": kind,
+        "BENCH_TAG": run_tag,
+        "BENCH_PROJECT": traffic.WRITE_PROJECT,
+        "BENCH_AUTH": admin,
+    }
     if kind == "flag-archive":
         # sized as traffic.py sizes its supplies: more than any server archives in the run
         traffic.add_supply(db, run_tag, traffic.SUPPLY_RATE * args.seconds + 10)
@@ -128,7 +129,7 @@ def measure(wrk: str, server: procs.Server, kind: str, db: str, admin: str, args
             found = loadgen.run_wrk(
                 wrk,
                 server.port,
-                [traffic_path()],
+                [FLAGS_PATH],
                 duration=args.seconds,
                 connections=args.connections,
                 timeout=10,
