@@ -239,3 +239,24 @@ def test_vary__written_answer__compressed_by_the_hook_when_large_and_accepted(cl
     assert created.headers["Content-Encoding"] == "gzip"
     assert created.headers["Vary"] == "Accept-Encoding"
     assert json.loads(gzip.decompress(created.get_data()))["description"] == "d" * 3000
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [({"name": "vary-small", "type": "release"}, 201), ({"name": "bad name!"}, 400)],
+)
+def test_vary__small_written_answer_or_error__sent_as_is_and_still_varies(client, admin_token, body, status):
+    # Given: a write whose answer (a flag, or an error) is under the 1 KiB gzip bound
+    # When: the client accepts gzip
+    response = client.post(
+        "/api/admin/projects/default/features",
+        headers={**auth(admin_token), "Accept-Encoding": "gzip"},
+        json=body,
+    )
+    # Then: sent as it is, JSON, and varying on Accept-Encoding like every other answer
+    assert response.status_code == status
+    assert len(response.get_data()) < 1024
+    assert "Content-Encoding" not in response.headers
+    assert response.headers["Vary"] == "Accept-Encoding"
+    assert response.mimetype == "application/json"
+    assert response.get_json()["name"] == ("vary-small" if status == 201 else "BadDataError")

@@ -75,6 +75,20 @@ def test_archive__live_flag__202_no_body_event_and_next_4_4_and_4_2_answers_foll
     assert client.get(flag_path("default", name), headers=auth(alice)).status_code == 404
 
 
+def test_archive__202__no_content_type_for_no_content(client, alice):
+    # Given
+    name = create(client, alice, "typed-nothing")
+    # When
+    response = client.delete(flag_path("default", name), headers={**auth(alice), "Accept-Encoding": "gzip"})
+    # Then: an empty body names no media type (RFC 9110 8.3) and is not encoded
+    assert response.status_code == 202
+    assert "Content-Type" not in response.headers
+    assert "Content-Encoding" not in response.headers
+    assert response.headers["Content-Length"] == "0"
+    assert response.headers["Vary"] == "Accept-Encoding"
+    assert response.headers["Cache-Control"] == "no-store"
+
+
 def test_archive__archived_flag__409_saying_to_revive_or_delete(client, alice, db):
     name = create(client, alice)
     client.delete(flag_path("default", name), headers=auth(alice))

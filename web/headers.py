@@ -41,7 +41,8 @@ COMPRESSION = {
 
 class NegotiatedResponse(Response):
     """A response whose content coding is chosen already: an answer kept with its own gzip
-    (:func:`flagadmin.web.operations.answer_response`), sent gzipped or as it is, or a 304. It
+    (:func:`flagadmin.web.operations.answer_response`), sent gzipped or as it is; a 304; or a
+    JSON body too short to gzip (:func:`flagadmin.web.jsonio.json_response`). It
     varies on ``Accept-Encoding`` (RFC 9110 section 12.5.5: set here, so every shared cache
     keys it by the coding), and the compression hook passes it by instead of examining it
     again (about 14 µs of each such request).

@@ -236,6 +236,14 @@ def accepts_gzip() -> bool:
     return request.accept_encodings.quality("gzip") > 0
 
 
+def empty_response(status: int) -> Response:
+    """A success with no body (an archive's 202, a 204): no ``Content-Type``, as there is no
+    content to type (RFC 9110 section 8.3), ``Content-Length: 0``, and nothing to compress."""
+    response = NegotiatedResponse(status=status)
+    del response.headers["Content-Type"]
+    return response
+
+
 def answer_response(answer: Answer | SplicedAnswer, status: int = 200) -> Response:
     """The response of a ready :class:`Answer`: 304 when the request's ``If-None-Match``
     names its ETag, else its bytes (with its ETag), gzipped when the client accepts it and the
@@ -379,7 +387,7 @@ def operation(
                 result = answer_response(result, status)
             elif not isinstance(result, Response):
                 data = _as_sent(response, result)
-                result = json_response(data, status) if data is not None else Response(status=status)
+                result = json_response(data, status) if data is not None else empty_response(status)
             if declaration.response_headers:
                 result.headers.update(declaration.response_headers)
             if conditional and result.status_code in (200, 304):
