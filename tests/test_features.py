@@ -722,6 +722,7 @@ def test_on__permissions_by_role(client, make_token, user, status):
 def test_validate__free_name__200_no_body(client, victor, assert_valid):
     response = client.post(VALIDATE, json={"name": "brand-new", "projectId": "default"}, headers=auth(victor))
     assert response.status_code == 200 and response.get_data() == b""
+    assert "Content-Type" not in response.headers and response.headers["Content-Length"] == "0"
     assert_valid(response, VALIDATE, "post")
 
 
