@@ -15,6 +15,7 @@ itself with one atomic step, and wakes the drain thread, started beforehand, thr
 from __future__ import annotations
 
 import _thread
+import contextlib
 import itertools
 import logging
 import os
@@ -23,8 +24,9 @@ import threading
 import time
 
 import waitress
-from waitress.channel import HTTPChannel
+from waitress.channel import ClientDisconnected, HTTPChannel
 from waitress.server import BaseWSGIServer
+from waitress.task import WSGITask
 
 log = logging.getLogger("flagadmin")
 
@@ -33,8 +35,49 @@ MAX_REQUEST_HEADER_SIZE = 256 * 1024
 MAX_REQUEST_BODY_SIZE = 1024 * 1024
 
 
+#: A response head is sent in one piece with its body's first chunk when that chunk is at most
+#: this many bytes (a flag, an error, a 4.1 page or a 4.2 answer at the reference size, all under
+#: 100 KB): one send. A larger chunk is sent after its head, as waitress does, rather than
+#: copied behind it.
+MERGE_MAX = 128 * 1024
+
+
+class Task(WSGITask):
+    """waitress's WSGI task, whose response head waits for its body (:class:`Channel`).
+
+    waitress (3.0) hands the head to the channel, then the body's first chunk, and the task
+    thread sends each at once: two ``send`` calls a response, each a let-go and a retaking of
+    the interpreter lock. Here the channel keeps the head back and sends it with the first
+    chunk (up to :data:`MERGE_MAX` bytes); the bytes on the wire are the same. A response with
+    no body (a 202, a 204, a 304, a ``HEAD``) sends its head when the task finishes, as before.
+    Measured on one core under 8 connections: 3.6 to 6 % less server CPU a request for a flag
+    create, a kept 4.2 and a kept 4.3, and a lower p99 for the smaller answers
+    (bench/RESULTS.md, sixteenth section).
+    """
+
+    channel: Channel
+
+    def build_response_header(self) -> bytes:
+        head = super().build_response_header()
+        self.channel.hold_next_write()
+        return head
+
+    def finish(self) -> None:
+        super().finish()
+        self.channel.send_held()
+
+    def service(self) -> None:
+        try:
+            super().service()
+        finally:
+            if self.channel.held:  # the task failed between its head and its body
+                with contextlib.suppress(ClientDisconnected, OSError):
+                    self.channel.send_held()
+
+
 class Channel(HTTPChannel):
-    """waitress's HTTP channel, without its main loop spinning while a task thread sends.
+    """waitress's HTTP channel, without its main loop spinning while a task thread sends, and
+    with each response head sent together with its body (:class:`Task`).
 
     waitress (3.0) asks ``select`` whether a connection is writable whenever its output buffer
     holds bytes. While a request's task runs, the task thread appends its response there and
@@ -53,13 +96,54 @@ class Channel(HTTPChannel):
     the main loop (its trigger) to send them when the socket has room; at the end of every task
     it wakes it again. Closing connections are polled as before.
 
-    It overrides ``HTTPChannel.writable`` and the internal ``_flush_some`` of waitress 3.0
-    (pyproject keeps waitress below 4); ``tests/test_serving_channel.py`` checks both halves
-    against the installed waitress.
+    It overrides ``HTTPChannel.writable``, ``write_soon`` and the internal ``_flush_some`` of
+    waitress 3.0, and :class:`Task` its task's ``build_response_header``, ``finish`` and
+    ``service`` (pyproject keeps waitress below 4); ``tests/test_serving_channel.py`` checks
+    them against the installed waitress.
     """
+
+    task_class = Task
 
     #: The last send of this connection left bytes in its output buffer.
     _behind = False
+    #: The next :meth:`write_soon` is a response head, to be kept back (:class:`Task`).
+    _hold_next = False
+    #: The response head kept back, not yet in the output buffer.
+    held = b""
+
+    def hold_next_write(self) -> None:
+        """Keep back the next :meth:`write_soon` (the response head being built) until the
+        body's first chunk or :meth:`send_held`."""
+        self._hold_next = True
+
+    def send_held(self) -> None:
+        """Send the head kept back, if any (the response has no body, or the task ends).
+
+        :raise waitress.channel.ClientDisconnected: the client has gone.
+        """
+        held, self.held = self.held, b""
+        if held:
+            super().write_soon(held)
+
+    def write_soon(self, data) -> int:
+        """waitress's ``write_soon``, with the response head kept back and put in front of the
+        body's first chunk (bytes of at most :data:`MERGE_MAX`); a larger chunk, or a file
+        (``wsgi.file_wrapper``), goes after the head sent on its own.
+
+        :raise waitress.channel.ClientDisconnected: the client has gone.
+        """
+        if self._hold_next:
+            self._hold_next = False
+            self.held = data
+            return len(data)
+        held = self.held
+        if held:
+            self.held = b""
+            if type(data) is bytes and len(data) <= MERGE_MAX:
+                data = held + data
+            else:
+                super().write_soon(held)
+        return super().write_soon(data)
 
     def _flush_some(self, do_close: bool = True) -> bool:
         try:

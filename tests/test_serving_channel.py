@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
 
 import waitress
 
@@ -119,3 +120,120 @@ def test_channel__eight_clients_at_once__main_loop_not_polled_for_writing_while_
     # (waitress's own channel: about once per request or more, while the task threads send)
     assert statuses == [200] * 320
     assert CountedChannel.polled_for_writing < 32
+
+
+class SendsCounted(serving.Channel):
+    """``serving.Channel`` noting the bytes of each ``send`` the task thread or loop makes."""
+
+    sent: ClassVar[list[bytes]] = []
+
+    def send(self, data, do_close: bool = True) -> int:
+        sent = super().send(data, do_close=do_close)
+        type(self).sent.append(bytes(data[:sent]))
+        return sent
+
+
+def requests_on_one_connection(server, requests: list[tuple[str, str]]) -> list[tuple[int, dict, bytes]]:
+    """Each ``(method, path)`` in turn on one keep-alive connection: ``(status, headers, body)``."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.effective_port, timeout=10)
+    answers = []
+    for method, path in requests:
+        connection.request(method, path)
+        reply = connection.getresponse()
+        answers.append((reply.status, dict(reply.getheaders()), reply.read()))
+    connection.close()
+    return answers
+
+
+def by_path(environ, start_response):
+    """``/small``: 2 KiB; ``/large``: one chunk past ``MERGE_MAX``; ``/empty``: 204;
+    ``/chunked``: three chunks, no ``Content-Length``; ``/file``: ``wsgi.file_wrapper``;
+    ``/fails``: a 204 whose iterator raises after the head is built."""
+    path = environ["PATH_INFO"]
+    if path == "/small":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2048")])
+        return [CHUNK * 2]
+    if path == "/large":
+        body = b"y" * (serving.MERGE_MAX + 1)
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
+    if path == "/empty":
+        start_response("204 No Content", [])
+        return [b""]
+    if path == "/chunked":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return (part for part in (b"one,", b"two,", b"three"))
+    if path == "/file":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "4096")])
+        return environ["wsgi.file_wrapper"](environ["flagadmin.test.file"])
+
+    def fails():
+        yield b"ignored"  # a 204 has no body: waitress builds the head and drops this
+        raise RuntimeError("the app fails after its head")
+
+    start_response("204 No Content", [])
+    return fails()
+
+
+def test_channel__answer_with_a_body__head_and_body_in_one_send():
+    # Given: 10 requests for a 2 KiB answer on one keep-alive connection
+    SendsCounted.sent = []
+    with running(by_path, SendsCounted) as server:
+        answers = requests_on_one_connection(server, [("GET", "/small")] * 10)
+    # Then: each answer whole, and each went out in one send, head and body together
+    # (waitress's own task sends the head, then the body: 20 sends)
+    assert [(status, body) for status, _, body in answers] == [(200, CHUNK * 2)] * 10
+    assert len(SendsCounted.sent) == 10
+    assert all(sent.startswith(b"HTTP/1.1 200 OK") and sent.endswith(CHUNK * 2) for sent in SendsCounted.sent)
+
+
+def test_channel__answers_of_every_shape__whole_and_in_order_on_one_connection(tmp_path):
+    # Given: answers with no body (204, HEAD), a chunk too large to copy behind its head,
+    # a chunked one and a file, one after another on one keep-alive connection
+    served = tmp_path / "served.txt"
+    served.write_bytes(b"f" * 4096)
+    SendsCounted.sent = []
+    with served.open("rb") as file:
+
+        def app(environ, start_response):
+            environ["flagadmin.test.file"] = file
+            return by_path(environ, start_response)
+
+        with running(app, SendsCounted) as server:
+            answers = requests_on_one_connection(
+                server,
+                [
+                    ("GET", "/empty"),
+                    ("HEAD", "/small"),
+                    ("GET", "/large"),
+                    ("GET", "/chunked"),
+                    ("GET", "/file"),
+                    ("GET", "/small"),
+                ],
+            )
+    # Then: every head arrived, each before its own body and none in another answer's
+    statuses = [status for status, _, _ in answers]
+    bodies = [body for _, _, body in answers]
+    assert statuses == [204, 200, 200, 200, 200, 200]
+    assert bodies == [b"", b"", b"y" * (serving.MERGE_MAX + 1), b"one,two,three", b"f" * 4096, CHUNK * 2]
+    assert answers[1][1]["Content-Length"] == "2048"
+    # the large chunk: its head went out alone, first
+    large = next(i for i, sent in enumerate(SendsCounted.sent) if b"yyyy" in sent)
+    assert SendsCounted.sent[large - 1].startswith(b"HTTP/1.1 200 OK")
+    assert SendsCounted.sent[large - 1].endswith(b"\r\n\r\n")
+
+
+def test_channel__app_fails_after_its_head__the_head_still_goes_out():
+    # Given: an app that starts a 204 and fails after waitress has built its head
+    with (
+        running(by_path, serving.Channel) as server,
+        socket.create_connection(("127.0.0.1", server.effective_port), timeout=10) as client,
+    ):
+        client.sendall(b"GET /fails HTTP/1.1\r\nHost: test\r\n\r\n")
+        received = b""
+        while part := client.recv(65536):
+            received += part
+    # Then: the head kept back for the body was sent before the connection closed, as waitress
+    # sends it without serving.Task
+    assert received.startswith(b"HTTP/1.1 204 No Content\r\n")
+    assert received.endswith(b"\r\n\r\n")
