@@ -51,8 +51,8 @@ class Task(WSGITask):
     chunk (up to :data:`MERGE_MAX` bytes); the bytes on the wire are the same. A response with
     no body (a 202, a 204, a 304, a ``HEAD``) sends its head when the task finishes, as before.
     Measured on one core under 8 connections: 3.6 to 6 % less server CPU a request for a flag
-    create, a kept 4.2 and a kept 4.3, and a lower p99 for the smaller answers
-    (bench/RESULTS.md, sixteenth section).
+    create, a kept 4.2 and a kept 4.3, and a lower p99 for most answers (bench/RESULTS.md,
+    sixteenth section).
     """
 
     channel: Channel
