@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 from flask import Blueprint
 from marshmallow import RAISE, Schema, fields, validate
 
-from .. import delivery, events, integrations, webhooks
+from .. import events
+from ..integrations import configs, delivery, webhooks
 from ..records import IntegrationEventSchema
 from ..spec import EVENT_TYPES
 from ..store import deliveries as store_deliveries
@@ -124,7 +125,7 @@ def _config_schema(name: str, parameters: type[Schema], doc: str) -> type[Schema
         "Meta": type("Meta", (), {"unknown": RAISE}),
         "provider": fields.String(
             required=True,
-            validate=validate.OneOf(sorted(integrations.PROVIDERS)),
+            validate=validate.OneOf(sorted(configs.PROVIDERS)),
             metadata={"description": "The provider, case sensitive: flagadmin delivers through webhook."},
         ),
         "description": fields.String(
@@ -252,10 +253,10 @@ def _found(conn, id: str) -> dict[str, Any]:
 
 def _checked(body: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
     try:
-        return integrations.checked(body, stored=stored, settings=state().settings)
-    except integrations.ProviderChangeError as exc:
+        return configs.checked(body, stored=stored, settings=state().settings)
+    except configs.ProviderChangeError as exc:
         raise ConflictError(str(exc)) from exc
-    except integrations.ConfigError as exc:
+    except configs.ConfigError as exc:
         raise BadDataError(str(exc), details=exc.details) from exc
 
 
@@ -270,8 +271,8 @@ def list_addons(caller, conn):
     """Every integration configuration (sensitive parameters as *****) and the providers
     flagadmin delivers through. Any valid API token."""
     return {
-        "addons": [integrations.wire(config) for config in store_integrations.list_all(conn)],
-        "providers": list(integrations.PROVIDERS.values()),
+        "addons": [configs.wire(config) for config in store_integrations.list_all(conn)],
+        "providers": list(configs.PROVIDERS.values()),
     }
 
 
@@ -303,10 +304,10 @@ def create_addon(caller, conn, body):
             conn,
             "addon-config-created",
             events.Actor.of_caller(caller),
-            data=integrations.event_data(stored),
+            data=configs.event_data(stored),
             clock=app_state.clock,
         )
-    return integrations.wire(stored)
+    return configs.wire(stored)
 
 
 @operation(
@@ -320,7 +321,7 @@ def create_addon(caller, conn, body):
 def get_addon(caller, conn, id: str):
     """One configuration, sensitive parameters as *****. Any valid API token; 404 for an
     unknown id."""
-    return integrations.wire(_found(conn, id))
+    return configs.wire(_found(conn, id))
 
 
 @operation(
@@ -353,11 +354,11 @@ def update_addon(caller, conn, id: str, body):
             conn,
             "addon-config-updated",
             events.Actor.of_caller(caller),
-            data=integrations.event_data(after),
-            pre_data=integrations.event_data(before),
+            data=configs.event_data(after),
+            pre_data=configs.event_data(before),
             clock=app_state.clock,
         )
-    return integrations.wire(after)
+    return configs.wire(after)
 
 
 @operation(
@@ -382,7 +383,7 @@ def delete_addon(caller, conn, id: str):
             conn,
             "addon-config-deleted",
             events.Actor.of_caller(caller),
-            pre_data=integrations.event_data(before),
+            pre_data=configs.event_data(before),
             clock=app_state.clock,
         )
 
@@ -405,7 +406,7 @@ def test_addon(caller, conn, id: str):
     disabled configuration too. Needs ADMIN; 404 for an unknown id; 409 for a provider that
     flagadmin does not deliver through."""
     config = _found(conn, id)
-    if not integrations.deliverable(config):
+    if not configs.deliverable(config):
         raise ConflictError(
             f"Integration configuration {config['id']} uses the provider {config['provider']!r}, "
             "which flagadmin does not deliver through; only webhook configurations can be tested."

@@ -9,10 +9,10 @@ from flask import Blueprint, Response, current_app, stream_with_context
 from marshmallow import Schema, fields
 from werkzeug.http import generate_etag
 
+from ..records import Timestamp
 from ..store import archived_features
 from ..web.cache import Answer
 from ..web.database import connection, versions
-from ..web.fields import Timestamp
 from ..web.operations import if_none_match, not_modified, operation
 from ..web.state import state
 

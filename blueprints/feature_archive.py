@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint
 from werkzeug.routing import BaseConverter
 
-from .. import features
+from ..flags import features
 from ..web.operations import PathParameter, operation
 from ..web.state import state
 from .features import SECTION

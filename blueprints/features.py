@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 from flask import Blueprint
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from .. import features
+from ..flags import features
+from ..records import Timestamp
 from ..spec import FLAG_TYPES
 from ..web.auth import Permission
-from ..web.fields import Timestamp
 from ..web.operations import PathParameter, Wire, operation
 from ..web.state import state
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from flask import Blueprint
 from marshmallow import Schema, fields, validate
 
-from .. import directory
+from ..directory import resources as directory
+from ..directory.protocol import MAX_STRING
 from ..events import Actor
-from ..scim_protocol import MAX_STRING
 from ..spec import ROOT_ROLES
 from ..web.auth import Permission
 from ..web.errors import BadDataError, NotFoundError

@@ -7,12 +7,11 @@ import re
 from flask import Blueprint
 from marshmallow import Schema, fields, validate
 
-from ..records import IntegrationEventSchema
+from ..records import DecimalInteger, IntegrationEventSchema
 from ..store import integration_events
 from ..web.auth import Permission
 from ..web.cache import Answer
 from ..web.errors import NotFoundError
-from ..web.fields import DecimalInteger
 from ..web.operations import PathParameter, operation
 from ..web.state import state
 

@@ -25,8 +25,8 @@ from flask import Blueprint, Response, request
 from scim2_models import NotFoundException, SCIMException, UnauthorizedException
 from werkzeug.exceptions import HTTPException
 
-from .. import directory
-from ..scim_protocol import (
+from ..directory import resources as directory
+from ..directory.protocol import (
     MAX_BODY_BYTES,
     MEDIA_TYPE,
     Group,

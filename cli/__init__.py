@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 
 import click
 
-from . import __version__, revision
-from .app import DEFAULT_DATABASE, create_app
-from .config import SettingsError
-from .store import Connection, StoreError, connect, schema
+from .. import __version__, revision
+from ..app import DEFAULT_DATABASE, create_app
+from ..config import SettingsError
+from ..store import Connection, StoreError, connect, schema
 
 
 def database_option(
@@ -40,7 +40,7 @@ def database_option(
 
 def shown(database: str) -> str:
     """``database`` as it may be printed: a PostgreSQL URL without its password."""
-    from .store.schema import redacted
+    from ..store.schema import redacted
 
     return redacted(database)
 
@@ -120,7 +120,7 @@ def seed(database: str, paths: tuple[str, ...]) -> None:
     Example:
       flagadmin seed ./my-install.json ./more-seeds/
     """
-    from .seed_documents import SeedError, demo_files, load_files
+    from ..seed.documents import SeedError, demo_files, load_files
 
     with open_database(database) as conn:
         try:
@@ -135,7 +135,7 @@ def _expiry(ctx, param, duration: str | None) -> str | None:
     """Return the RFC 3339 moment ``duration`` (ISO 8601, e.g. ``P30D``) from now, or None."""
     import isodate
 
-    from .timestamps import format_rfc3339
+    from ..timestamps import format_rfc3339
 
     if duration is None:
         return None
@@ -174,8 +174,9 @@ def create_token(
       flagadmin create-token --admin
       flagadmin create-token --user alice --expires-in P30D
     """
-    from . import api_tokens, events
-    from .store import users
+    from .. import events
+    from ..store import users
+    from ..tokens import changes as api_tokens
 
     if admin == (username is not None):
         raise click.UsageError("Give exactly one of --admin or --user USERNAME.")
@@ -238,7 +239,7 @@ def list_tokens(database: str) -> None:
     Example:
       flagadmin list-tokens --db /var/lib/flagadmin/flagadmin.db
     """
-    from .store import tokens
+    from ..store import tokens
 
     with open_database(database) as conn:
         rows = tokens.list_tokens(conn)
@@ -258,7 +259,8 @@ def revoke_token(database: str, token_id: int) -> None:
     Example:
       flagadmin revoke-token 3
     """
-    from . import api_tokens, events
+    from .. import events
+    from ..tokens import changes as api_tokens
 
     with open_database(database) as conn:
         # Issue 8: api_tokens records api-token-deleted / pat-deleted with the revocation.
@@ -286,9 +288,9 @@ def backup(database: str, path: str, force: bool) -> None:
     Example:
       flagadmin backup /var/backups/flagadmin-$(date +%F).db --db /var/lib/flagadmin/flagadmin.db
     """
-    from .store import is_postgresql
-    from .store.backup import BackupError
-    from .store.backup import backup as backup_database
+    from ..store import is_postgresql
+    from ..store.backup import BackupError
+    from ..store.backup import backup as backup_database
 
     if is_postgresql(database):
         raise click.ClickException(
@@ -318,8 +320,8 @@ def _checked_base_path(base_uri_path: str) -> str:
 
 def _seed_demo_if_empty(conn: Connection) -> None:
     """Load the demo dataset into an empty database (``serve --demo``)."""
-    from .seed_documents import demo_files, load_files
-    from .store import seed as store_seed
+    from ..seed.documents import demo_files, load_files
+    from ..store import seed as store_seed
 
     if store_seed.is_empty(conn):
         counts = load_files(conn, demo_files())
@@ -329,8 +331,9 @@ def _seed_demo_if_empty(conn: Connection) -> None:
 def _ensure_admin_token(conn: Connection) -> None:
     """Make ``FLAGADMIN_ADMIN_TOKEN`` a valid admin token, or create and print one when the
     database holds none."""
-    from . import api_tokens, events
-    from .store import tokens
+    from .. import events
+    from ..store import tokens
+    from ..tokens import changes as api_tokens
 
     # Issue 8: each change records its event (api-token-created / api-token-updated).
     fixed = os.environ.get("FLAGADMIN_ADMIN_TOKEN")
@@ -348,7 +351,7 @@ def _wsgi_app(database: str, base_uri_path: str, access_log: bool, threads: int 
     connection per server thread, plus two."""
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-    from .web.errors import outside_base_path
+    from ..web.errors import outside_base_path
 
     config = {"DATABASE": database, "BASE_URI_PATH": base_uri_path, "ACCESS_LOG": access_log}
     try:
@@ -372,7 +375,7 @@ def _warm_up(app, threads: int) -> None:
     """
     import gc
 
-    from .web.state import state
+    from ..web.state import state
 
     app.test_client().get("/health")
     try:
@@ -419,7 +422,7 @@ def serve(
     Example:
       flagadmin serve --demo --port 4242
     """
-    from .serving import serve as serve_wsgi
+    from ..serving import serve as serve_wsgi
 
     base_uri_path = _checked_base_path(base_uri_path)
     settings = _settings()
@@ -427,8 +430,8 @@ def serve(
         if demo:
             _seed_demo_if_empty(conn)
         _ensure_admin_token(conn)
-    from .web.inflight import RequestGauge
-    from .web.state import state
+    from ..web.inflight import RequestGauge
+    from ..web.state import state
 
     # Issue 8: the delivery threads yield to requests in progress (see web/inflight.py).
     app, mounted = _wsgi_app(database, base_uri_path, access_log, threads)
@@ -449,7 +452,7 @@ def serve(
 
 def _settings():
     """The instance settings of the environment; exits with the message naming a bad variable."""
-    from .config import settings_from_env
+    from ..config import settings_from_env
 
     try:
         return settings_from_env()
@@ -458,7 +461,7 @@ def _settings():
 
 
 def _delivery_worker(database: str, settings, threads: int | None, room=None):
-    from .delivery import Worker
+    from ..integrations.delivery import Worker
 
     return Worker(database, settings, threads=threads, room=room)
 
@@ -510,8 +513,8 @@ def deliver(database: str, once: bool, workers: int | None) -> None:
 def _changed(change, *args, **kwargs):
     """Run a change of ``flagadmin.projects`` on the database with the command line as actor;
     a refusal exits with its message (nothing was written)."""
-    from . import events
-    from . import projects as project_changes
+    from .. import events
+    from ..flags import projects as project_changes
 
     database = kwargs.pop("database")
     with open_database(database) as conn:
@@ -545,7 +548,7 @@ def project_create(database: str, project_id: str, name: str | None, description
     Example:
       flagadmin project create checkout --name "Checkout" --description "Cart and payment"
     """
-    from . import projects as project_changes
+    from ..flags import projects as project_changes
 
     project = _changed(project_changes.create, project_id, name, description, database=database)
     click.echo(f"Created project {project['id']} ({project['name']}).")
@@ -563,7 +566,7 @@ def project_update(database: str, project_id: str, name: str | None, description
     Example:
       flagadmin project update checkout --description "Cart, payment and receipts"
     """
-    from . import projects as project_changes
+    from ..flags import projects as project_changes
 
     if name is None and description is None:
         raise click.UsageError("Give --name, --description or both.")
@@ -583,7 +586,7 @@ def project_delete(database: str, project_id: str) -> None:
     Example:
       flagadmin project delete checkout
     """
-    from . import projects as project_changes
+    from ..flags import projects as project_changes
 
     _changed(project_changes.delete, project_id, database=database)
     click.echo(f"Deleted project {project_id}.")
@@ -605,7 +608,7 @@ def project_role(database: str, project_id: str, username: str, role: str, remov
       flagadmin project role checkout alice Owner
       flagadmin project role checkout alice Owner --remove
     """
-    from . import projects as project_changes
+    from ..flags import projects as project_changes
 
     if remove:
         _changed(project_changes.remove_role, project_id, username, role, database=database)
@@ -651,7 +654,7 @@ def environment_add(database: str, name: str, type_: str, sort_order: int) -> No
     Example:
       flagadmin environment add staging --type test --sort-order 2
     """
-    from . import projects as project_changes
+    from ..flags import projects as project_changes
 
     environment = _changed(project_changes.add_environment, name, type_, sort_order, database=database)
     click.echo(f"Added environment {environment['name']} ({environment['type']}).")
@@ -662,7 +665,7 @@ def environment_add(database: str, name: str, type_: str, sort_order: int) -> No
 
 def _refuse_deactivated(conn: Connection, username: str) -> None:
     """A personal token for a user the directory deactivated would get 401: refuse it."""
-    from .store import directory as store_directory
+    from ..store import directory as store_directory
 
     if not store_directory.is_active(conn, username):
         raise click.ClickException(
@@ -708,8 +711,9 @@ def group_role(
       flagadmin group-role "Checkout team" --project checkout --role Owner
       flagadmin group-role "Checkout team" --project checkout --role Owner --remove
     """
-    from . import directory, events
-    from .timestamps import SYSTEM_CLOCK
+    from .. import events
+    from ..directory import resources as directory
+    from ..timestamps import SYSTEM_CLOCK
 
     wants_project = project_id is not None or role is not None
     if root_role is not None and wants_project:

@@ -55,7 +55,7 @@ from scim2_models import (
     Uniqueness,
 )
 
-from .timestamps import format_rfc3339, parse_rfc3339
+from ..timestamps import format_rfc3339, parse_rfc3339
 
 MEDIA_TYPE = "application/scim+json"
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"

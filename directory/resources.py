@@ -45,8 +45,21 @@ from scim2_models import (
 )
 from scim2_models.path import CompareOperator, Comparison, LogicalExpr, LogicalOperator
 
-from . import events
-from .scim_protocol import (
+from .. import events
+from ..spec import ROOT_ROLES
+from ..store import Conflict, Connection
+from ..store import directory as store
+from ..store.scim_filter import (
+    GROUP_ATTRIBUTES,
+    GROUP_ID_PREFIX,
+    USER_ATTRIBUTES,
+    UnsupportedFilter,
+    condition,
+    group_scim_id,
+    parse_id,
+)
+from ..timestamps import Clock
+from .protocol import (
     GROUP_SCHEMA,
     MAX_MEMBERS,
     MAX_MEMBERS_PER_PAGE,
@@ -66,19 +79,6 @@ from .scim_protocol import (
     parse_filter,
     response_parameters,
 )
-from .spec import ROOT_ROLES
-from .store import Conflict, Connection
-from .store import directory as store
-from .store.scim_filter import (
-    GROUP_ATTRIBUTES,
-    GROUP_ID_PREFIX,
-    USER_ATTRIBUTES,
-    UnsupportedFilter,
-    condition,
-    group_scim_id,
-    parse_id,
-)
-from .timestamps import Clock
 
 #: Member sub-attributes, in output order.
 MEMBER_FIELDS = ("value", "$ref", "type", "display")

@@ -20,16 +20,16 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from . import events
-from .events import Actor
-from .spec import FLAG_TYPES
-from .store import Connection
-from .store import environments as store_environments
-from .store import features as store_features
-from .store import projects as store_projects
-from .store.visibility import project_roles
-from .timestamps import Clock
-from .web.errors import BadDataError, ConflictError, NoAccessError, NotFoundError
+from .. import events
+from ..events import Actor
+from ..spec import FLAG_TYPES
+from ..store import Connection
+from ..store import environments as store_environments
+from ..store import features as store_features
+from ..store import projects as store_projects
+from ..store.visibility import project_roles
+from ..timestamps import Clock
+from ..web.errors import BadDataError, ConflictError, NoAccessError, NotFoundError
 
 #: The reference server's name rule: what ``encodeURIComponent`` leaves as it is (letters,
 #: digits and ``- _ . ! ~ * ' ( )``), 1 to 100 characters; ``.`` and ``..`` are refused too,

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import events
-from .events import Actor
+from .. import events
+from ..events import Actor
+from ..store import Connection
+from ..store import environments as store_environments
+from ..store import projects as store_projects
+from ..timestamps import SYSTEM_CLOCK, Clock
 from .features import ENVIRONMENT_TYPES, name_problem
 from .features import LOCK as FEATURES_LOCK
-from .store import Connection
-from .store import environments as store_environments
-from .store import projects as store_projects
-from .timestamps import SYSTEM_CLOCK, Clock
 
 #: The transaction's lock name for project, role and environment changes: the flags' own, as
 #: these read and write what flag changes do (a project's flags before it is deleted, every

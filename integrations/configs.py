@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config import Settings, SettingsError, iso_duration
 from . import webhooks
-from .config import Settings, SettingsError, iso_duration
 
 #: Providers flagadmin can deliver to, by name: their ``addonTypeSchema`` definitions.
 PROVIDERS: dict[str, dict[str, Any]] = {webhooks.PROVIDER: webhooks.DEFINITION}

@@ -44,14 +44,15 @@ from typing import Any
 
 import orjson
 
-from . import events, integrations, webhooks
-from .config import Settings, iso_duration
-from .store import Connection, StoreError, connect
-from .store import deliveries as store_deliveries
-from .store import events as store_events
-from .store import integration_events as store_log
-from .store import integrations as store_integrations
-from .timestamps import SYSTEM_CLOCK, Clock, format_rfc3339, parse_rfc3339
+from .. import events
+from ..config import Settings, iso_duration
+from ..store import Connection, StoreError, connect
+from ..store import deliveries as store_deliveries
+from ..store import events as store_events
+from ..store import integration_events as store_log
+from ..store import integrations as store_integrations
+from ..timestamps import SYSTEM_CLOCK, Clock, format_rfc3339, parse_rfc3339
+from . import configs, webhooks
 
 log = logging.getLogger("flagadmin.delivery")
 
@@ -93,7 +94,7 @@ class Policy:
             keep=settings.integration_events_keep,
             max_age=settings.integration_events_max_age,
             poll_interval=settings.delivery_poll_interval,
-            guard=integrations.guard(settings),
+            guard=configs.guard(settings),
         )
 
     @property
@@ -283,8 +284,8 @@ def disable_gone(conn: Connection, integration_id: int, clock: Clock) -> None:
         conn,
         "addon-config-updated",
         events.SYSTEM,
-        data=integrations.event_data(after),
-        pre_data=integrations.event_data(before),
+        data=configs.event_data(after),
+        pre_data=configs.event_data(before),
         clock=clock,
     )
 
@@ -538,12 +539,7 @@ class Worker:
         config = store_integrations.get(conn, claimed.integration_id)
         event = store_events.get(conn, claimed.event_id)
         attempted = None
-        if (
-            config is not None
-            and event is not None
-            and config["enabled"]
-            and integrations.deliverable(config)
-        ):
+        if config is not None and event is not None and config["enabled"] and configs.deliverable(config):
             attempted = attempt(
                 config,
                 event,

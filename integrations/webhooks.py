@@ -46,8 +46,8 @@ from typing import Any
 import orjson
 import pystache
 
-from . import __version__
-from .spec import EVENT_TYPES
+from .. import __version__
+from ..spec import EVENT_TYPES
 
 # --- the provider's definition ---------------------------------------------------------------
 

@@ -28,13 +28,12 @@ from typing import Any
 import orjson
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from . import features
-from .features import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
-from .records import EventSchema
-from .spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
-from .store import Conflict, Connection
-from .store import seed as store_seed
-from .web.fields import Timestamp, validation_messages
+from ..flags import features
+from ..flags.features import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
+from ..records import EventSchema, Timestamp, validation_messages
+from ..spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
+from ..store import Conflict, Connection
+from ..store import seed as store_seed
 
 _ID = validate.Range(min=1, max=2**63 - 1)
 _TEXT = validate.Length(min=1)
@@ -167,7 +166,7 @@ class Loaded:
 
 def demo_files() -> list[Path]:
     """Return the files of the demo dataset shipped in the package's ``seed/`` folder."""
-    folder = resources.files("flagadmin").joinpath("seed")
+    folder = resources.files("flagadmin.seed")
     return sorted(Path(str(folder)).glob("*.json"))
 
 

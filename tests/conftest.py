@@ -28,7 +28,7 @@ from openapi_schema_validator import OAS30Validator
 from flagadmin.app import create_app
 from flagadmin.cli import cli
 from flagadmin.config import Settings
-from flagadmin.seed_documents import demo_files, load_documents, load_files
+from flagadmin.seed.documents import demo_files, load_documents, load_files
 from flagadmin.store import connect, schema, tokens, users
 from flagadmin.web.state import state
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flagadmin.seed_documents import demo_files
+from flagadmin.seed.documents import demo_files
 
 from helpers import ARCHIVE_AS_IN_VERSION_8, auth
 
@@ -128,7 +128,7 @@ def test_archive__same_data_on_sqlite_and_postgresql__byte_for_byte_the_same_bod
 ):
     # Given: the demo data and the awkward flags in a SQLite file and in PostgreSQL
     from flagadmin.app import create_app
-    from flagadmin.seed_documents import load_documents, load_files
+    from flagadmin.seed.documents import load_documents, load_files
     from flagadmin.store import archived_features, connect, schema, tokens
 
     sqlite_path = str(tmp_path / "same.db")

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flagadmin.seed_documents import SeedError, load_documents
+from flagadmin.seed.documents import SeedError, load_documents
 from flagadmin.store import seed as store_seed
 from flagadmin.store.tokens import digest, new_admin_token
 

@@ -21,8 +21,9 @@ import orjson
 import pytest
 from standardwebhooks import Webhook
 
-from flagadmin import delivery, events
+from flagadmin import events
 from flagadmin.config import Settings
+from flagadmin.integrations import delivery
 from flagadmin.store import connect, deliveries, is_postgresql
 from flagadmin.store import events as store_events
 from flagadmin.timestamps import parse_rfc3339

@@ -116,7 +116,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 def _serve_runs_delivery_workers() -> bool:
     """True when the delivery workers (``flagadmin/delivery.py``, the live-events issue) are in
     this checkout and ``flagadmin serve`` starts them."""
-    if importlib.util.find_spec("flagadmin.delivery") is None:
+    if importlib.util.find_spec("flagadmin.integrations.delivery") is None:
         return False
     import flagadmin.cli
     import flagadmin.serving

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from flagadmin.seed_documents import demo_files
+from flagadmin.seed.documents import demo_files
 from flagadmin.store import integration_events
 
 from helpers import ARCHIVE_AS_IN_VERSION_8, LOG_AS_IN_VERSION_6, LOG_AS_IN_VERSION_7, auth

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flagadmin.seed_documents import demo_files
+from flagadmin.seed.documents import demo_files
 
 from helpers import auth
 

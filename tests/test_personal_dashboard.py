@@ -8,7 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from flagadmin.seed_documents import demo_files
+from flagadmin.seed.documents import demo_files
 from flagadmin.store import personal_dashboard
 from flagadmin.timestamps import format_rfc3339
 

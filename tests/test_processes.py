@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from flagadmin.seed_documents import demo_files, load_files
+from flagadmin.seed.documents import demo_files, load_files
 from flagadmin.store import connect, schema, scim_tokens
 from flagadmin.store.tokens import new_admin_token
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from flagadmin.seed_documents import SeedError
+from flagadmin.seed.documents import SeedError
 
 from flag_helpers import (
     DASHBOARD,

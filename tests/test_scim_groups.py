@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from scim_helpers import GROUP_SCHEMA, Scim, assert_scim_error, bulk_users, group_body, new_scim_token
 
-from flagadmin import directory, events
+from flagadmin import events
+from flagadmin.directory import resources as directory
 from flagadmin.timestamps import SYSTEM_CLOCK
 from flagadmin.web.state import state
 

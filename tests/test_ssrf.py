@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from flagadmin import delivery, events, webhooks
+from flagadmin import events
 from flagadmin.config import Settings
+from flagadmin.integrations import delivery, webhooks
 from flagadmin.store import deliveries
 
 from helpers import auth

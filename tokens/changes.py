@@ -9,8 +9,8 @@ token or its digest.
 
 from __future__ import annotations
 
-from . import events
-from .store import Connection, tokens
+from .. import events
+from ..store import Connection, tokens
 
 
 def create(

@@ -24,11 +24,11 @@ from flask import Blueprint, Response, current_app, request
 from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge, UnsupportedMediaType
 
+from ..records import validation_messages
 from .auth import Permission, authenticate, require
 from .cache import Answer, SplicedAnswer
 from .database import connection
 from .errors import BadDataError
-from .fields import validation_messages
 from .headers import COMPRESSION, NegotiatedResponse
 from .jsonio import JSON_MIMETYPE, json_response
 

@@ -1,0 +1,9 @@
+"""Integrations: every change is an event that webhooks deliver reliably.
+
+An integration configuration (the reference server's ``/api/admin/addons``, provider
+``webhook``) says which events go where (``configs``). The webhook provider (``webhooks``)
+defines its parameters, prepares each request (Standard Webhooks signatures, a Mustache body
+template) and sends it through an address guard that refuses non-public addresses. Delivery
+(``delivery``) claims due events, judges each attempt's outcome, retries with backoff and
+records every attempt in the integration's event log, which spec 4.1 serves.
+"""
