@@ -16,6 +16,7 @@ from flask import Flask, Response, request
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
+from .. import refusals
 from ..store import Conflict, Unavailable
 from .access_log import redact_tokens
 from .jsonio import json_response
@@ -130,6 +131,24 @@ def _handle_api_error(exc: APIError) -> Response:
     return error_response(exc.status, exc.name, exc.message, exc.details, exc.headers)
 
 
+#: The envelope's ``name`` for each domain refusal (see :mod:`flagadmin.refusals`).
+REFUSAL_NAMES: dict[type[refusals.Refusal], str] = {
+    refusals.Invalid: "BadDataError",
+    refusals.Forbidden: "NoAccessError",
+    refusals.NotFound: "NotFoundError",
+    refusals.Conflict: "ConflictError",
+    refusals.Unavailable: "ServiceUnavailableError",
+}
+
+
+def _handle_refusal(exc: refusals.Refusal) -> Response:
+    """The one place a domain refusal becomes the envelope (spec 7): its status, its name, its
+    message and, for a 400, one detail per problem; a 503 says when to retry."""
+    name = next((n for kind, n in REFUSAL_NAMES.items() if isinstance(exc, kind)), NAMES[exc.status])
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, refusals.Unavailable) else None
+    return error_response(exc.status, name, exc.message, exc.details, headers)
+
+
 def _handle_http_exception(exc: HTTPException) -> Response:
     status = exc.code or 500
     if status == 404:
@@ -177,6 +196,7 @@ def _handle_unexpected(exc: Exception) -> Response:
 def register(app: Flask) -> None:
     """Install the envelope for every error on ``app``."""
     app.register_error_handler(APIError, _handle_api_error)
+    app.register_error_handler(refusals.Refusal, _handle_refusal)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Unavailable, _handle_unavailable)
     app.register_error_handler(Conflict, _handle_conflict)
