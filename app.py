@@ -15,7 +15,7 @@ from flask import Flask
 
 from . import blueprints
 from .blueprints import docs
-from .config import rate_limit, settings_from_env
+from .config import DEFAULT_DATABASE, settings_from_env
 from .store import connect, is_postgresql, schema
 from .store import settings as store_settings
 from .store.postgresql import PostgresDatabase
@@ -27,8 +27,6 @@ from .web.jsonio import OrjsonProvider
 from .web.state import AppState, Caches, install
 from .web.throttle import AuthFailureThrottle
 from .web.token_uses import TokenUses
-
-DEFAULT_DATABASE = "flagadmin.db"
 
 #: The app's own configuration keys and their defaults (any Flask setting may be given too).
 DEFAULTS: dict[str, Any] = {
@@ -92,9 +90,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
             instance_id=instance_id,
             clock=clock,
             caches=Caches.from_config(app.config["ANSWER_CACHE"], dict(app.config["ANSWER_CACHE_BYTES"])),
-            throttle=AuthFailureThrottle(
-                rate_limit("FLAGADMIN_AUTH_FAILURE_LIMIT", settings.auth_failure_limit), clock
-            ),
+            throttle=AuthFailureThrottle(settings.auth_failures, clock),
             busy_timeout_ms=app.config["BUSY_TIMEOUT_MS"],
             pool=PostgresDatabase(path, max_size=app.config["POOL_SIZE"]) if is_postgresql(path) else None,
         ),

@@ -1,18 +1,23 @@
 """Instance settings, read from ``FLAGADMIN_*`` environment variables (spec 2.5, 4.3).
 
-Every variable is optional; :data:`ENVIRONMENT_VARIABLES` lists each with its default and
-meaning, and the README repeats that table. Bad values are refused at start-up with a message
-naming the variable, never at request time.
+Each setting is declared once, as one :class:`Setting` in :data:`SETTINGS`: its variable, its
+default (as text, read exactly as the variable would be), how its text is parsed, and what it
+means. :class:`Settings`, :func:`settings_from_env` and the table of ``docs/settings.md``
+(:func:`settings_table`; ``python -m flagadmin.config --write docs/settings.md`` rewrites it)
+are all built from that list. Every variable is optional. Bad values are refused at start-up
+with a :class:`SettingsError` naming the variable, never at request time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
 
-import limits
 import orjson
 
 from .spec import AUTHENTICATION_TYPES, POSITIVE_RESOURCE_LIMITS, RESOURCE_LIMITS
@@ -27,192 +32,57 @@ DEFAULT_RESOURCE_LIMITS: dict[str, int] = dict(
     )
 )
 
-#: Failed authentications one client address may make in a moving window before it gets 429.
-DEFAULT_AUTH_FAILURE_LIMIT = "30/minute"
+#: The database when neither ``--db`` nor ``FLAGADMIN_DATABASE`` names one: a SQLite file in
+#: the working folder.
+DEFAULT_DATABASE = "flagadmin.db"
 
-#: (variable, default, meaning) for every setting; the README's table is this one.
-ENVIRONMENT_VARIABLES: tuple[tuple[str, str, str], ...] = (
-    (
-        "FLAGADMIN_DATABASE",
-        "./flagadmin.db",
-        "the database when --db is not given: a SQLite file, or a postgresql:// URL",
-    ),
-    ("FLAGADMIN_ADMIN_TOKEN", "(unset)", "serve makes sure this exact admin API token is valid"),
-    ("FLAGADMIN_SERVICE_URL", "http://127.0.0.1:4242", "ui-config serviceUrl: the URL users reach"),
-    ("FLAGADMIN_NAME", "flagadmin", "ui-config name of this instance"),
-    ("FLAGADMIN_SLOGAN", "Feature flags, administered.", "ui-config slogan"),
-    (
-        "FLAGADMIN_AUTH_TYPE",
-        "open-source",
-        "ui-config authenticationType: " + ", ".join(AUTHENTICATION_TYPES),
-    ),
-    ("FLAGADMIN_FRONTEND_API_ORIGINS", "*", "ui-config frontendApiOrigins, comma-separated"),
-    ("FLAGADMIN_MAINTENANCE_MODE", "false", "ui-config maintenanceMode (true/false)"),
-    ("FLAGADMIN_EMAIL_ENABLED", "false", "ui-config emailEnabled (true/false)"),
-    (
-        "FLAGADMIN_RESOURCE_LIMITS",
-        "{}",
-        'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000}',
-    ),
-    (
-        "FLAGADMIN_GIT_REVISION",
-        "(the build's, else the checkout's, else the version)",
-        "ui-config versionInfo.current.oss",
-    ),
-    (
-        "FLAGADMIN_AUTH_FAILURE_LIMIT",
-        DEFAULT_AUTH_FAILURE_LIMIT,
-        "failed authentications allowed per client address (moving window) before 429, "
-        "in limits notation: N/second, N/minute, N/hour or N/day",
-    ),
-    (
-        "FLAGADMIN_CORS_ORIGINS",
-        "(unset)",
-        "origins allowed to call /api/admin/* from a browser (CORS), comma-separated; "
-        "unset: no CORS headers at all",
-    ),
-)
+#: The longest single retry delay accepted (a week).
+MAX_RETRY_DELAY_S = 7 * 86400.0
 
-# --- Integrations and webhook delivery (issue 8) ------------------------------------------
-
-#: Default retry delays of a webhook delivery: its length is the number of retries.
-DEFAULT_DELIVERY_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h"
-
-ENVIRONMENT_VARIABLES += (
-    (
-        "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE",
-        "false",
-        "true: webhook URLs may point at private, loopback and other non-public addresses "
-        "(on-prem receivers); false: they are refused when saved and when sent",
-    ),
-    (
-        "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS",
-        "(unset)",
-        "host names exempt from the non-public address check, comma-separated (exact names)",
-    ),
-    ("FLAGADMIN_DELIVERY_TIMEOUT", "10", "seconds one webhook attempt may take in total (0.1 to 300)"),
-    (
-        "FLAGADMIN_DELIVERY_RETRY_SCHEDULE",
-        DEFAULT_DELIVERY_RETRY_SCHEDULE,
-        "delays before each retry of a failed delivery (ms, s, m, h, d), comma-separated; "
-        "its length is the number of retries, empty: no retries",
-    ),
-    ("FLAGADMIN_DELIVERY_WORKERS", "4", "delivery threads inside serve (0: serve delivers nothing)"),
-    (
-        "FLAGADMIN_DELIVERY_MAX_IN_FLIGHT",
-        "1",
-        "deliveries of one integration under way at once, retries waiting included (1: in order); "
-        "an integration's maxInFlight overrides it",
-    ),
-    (
-        "FLAGADMIN_DELIVERY_POLL_INTERVAL",
-        "1",
-        "seconds between two looks for due deliveries when nothing wakes the workers",
-    ),
-    (
-        "FLAGADMIN_INTEGRATION_EVENTS_KEEP",
-        "10000",
-        "rows of the integration event log (4.1) kept per integration, newest first",
-    ),
-    (
-        "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE",
-        "P30D",
-        "age (ISO 8601 duration) after which rows of the integration event log are deleted",
-    ),
-)
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+#: The longest duration :func:`iso_duration` returns: a thousand years (a retention age beyond
+#: it keeps everything all the same, and stays a valid offset from today's date).
+MAX_DURATION_S = 1000 * 365.2425 * 86400
 
 
 class SettingsError(ValueError):
     """An environment variable holds a value flagadmin cannot use; the message names it."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Instance settings: those served by ui-config (spec 2.5), the limit on failed
-    authentications per client address and the origins allowed by CORS (empty: none)."""
+# --- Parsers: (variable, text) -> value; each raises SettingsError naming the variable --------
 
-    service_url: str = "http://127.0.0.1:4242"
-    name: str = "flagadmin"
-    slogan: str = "Feature flags, administered."
-    authentication_type: str = "open-source"
-    frontend_api_origins: tuple[str, ...] = ("*",)
-    maintenance_mode: bool = False
-    email_enabled: bool = False
-    resource_limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RESOURCE_LIMITS))
-    git_revision: str | None = None
-    auth_failure_limit: str = DEFAULT_AUTH_FAILURE_LIMIT
-    cors_origins: tuple[str, ...] = ()
-    # Integrations and webhook delivery (issue 8): durations in seconds.
-    integrations_allow_private: bool = False
-    integrations_allowed_hosts: tuple[str, ...] = ()
-    delivery_timeout: float = 10.0
-    delivery_retry_schedule: tuple[float, ...] = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0)
-    delivery_workers: int = 4
-    delivery_max_in_flight: int = 1
-    delivery_poll_interval: float = 1.0
-    integration_events_keep: int = 10_000
-    integration_events_max_age: float = 30 * 86400.0
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
 
 
-def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
-    """Build :class:`Settings` from ``FLAGADMIN_*`` variables of ``environ`` (default: os.environ).
-
-    :raise SettingsError: a variable holds an unusable value.
-    """
-    env = os.environ if environ is None else environ
-    defaults = Settings()
-    auth_type = env.get("FLAGADMIN_AUTH_TYPE", defaults.authentication_type)
-    if auth_type not in AUTHENTICATION_TYPES:
-        raise SettingsError(
-            f"FLAGADMIN_AUTH_TYPE={auth_type!r}: use one of {', '.join(AUTHENTICATION_TYPES)}"
-        )
-    origins = env.get("FLAGADMIN_FRONTEND_API_ORIGINS")
-    return Settings(
-        service_url=env.get("FLAGADMIN_SERVICE_URL", defaults.service_url),
-        name=env.get("FLAGADMIN_NAME", defaults.name),
-        slogan=env.get("FLAGADMIN_SLOGAN", defaults.slogan),
-        authentication_type=auth_type,
-        frontend_api_origins=(
-            defaults.frontend_api_origins
-            if origins is None
-            else tuple(o.strip() for o in origins.split(",") if o.strip())
-        ),
-        maintenance_mode=_boolean(env, "FLAGADMIN_MAINTENANCE_MODE", defaults.maintenance_mode),
-        email_enabled=_boolean(env, "FLAGADMIN_EMAIL_ENABLED", defaults.email_enabled),
-        resource_limits=_resource_limits(env.get("FLAGADMIN_RESOURCE_LIMITS")),
-        git_revision=env.get("FLAGADMIN_GIT_REVISION") or None,
-        auth_failure_limit=rate_limit(
-            "FLAGADMIN_AUTH_FAILURE_LIMIT",
-            env.get("FLAGADMIN_AUTH_FAILURE_LIMIT", DEFAULT_AUTH_FAILURE_LIMIT),
-        ),
-        cors_origins=_origins("FLAGADMIN_CORS_ORIGINS", env.get("FLAGADMIN_CORS_ORIGINS")),
-        **_delivery_settings(env, defaults),
-    )
+def _text(name: str, raw: str) -> str:
+    return raw
 
 
-def rate_limit(name: str, raw: str) -> str:
-    """Return ``raw`` stripped once it parses as one limit in limits' notation ("30/minute").
-
-    :raise SettingsError: it does not parse, or allows nothing; the message names ``name``.
-    """
-    try:
-        (item,) = limits.parse_many(raw.strip())
-    except ValueError as exc:
-        raise SettingsError(
-            f"{name}={raw!r}: use one limit like 30/minute (N per second, minute, hour or day)"
-        ) from exc
-    if item.amount < 1:
-        raise SettingsError(f"{name}={raw!r}: the limit must allow at least 1")
-    return raw.strip()
+def _text_or_none(name: str, raw: str) -> str | None:
+    return raw or None
 
 
-def _origins(name: str, raw: str | None) -> tuple[str, ...]:
-    """Parse a comma-separated list of origins (``scheme://host[:port]``) or ``*``."""
-    if raw is None:
-        return ()
+def _boolean(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingsError(f"{name}={raw!r}: use true or false")
+
+
+def _authentication_type(name: str, raw: str) -> str:
+    if raw not in AUTHENTICATION_TYPES:
+        raise SettingsError(f"{name}={raw!r}: use one of {', '.join(AUTHENTICATION_TYPES)}")
+    return raw
+
+
+def _comma_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _origins(name: str, raw: str) -> tuple[str, ...]:
+    """A comma-separated list of origins (``scheme://host[:port]``) or ``*``."""
     origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
     for origin in origins:
         scheme, sep, rest = origin.partition("://")
@@ -223,85 +93,109 @@ def _origins(name: str, raw: str | None) -> tuple[str, ...]:
     return origins
 
 
-def _boolean(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise SettingsError(f"{name}={raw!r}: use true or false")
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
 
 
-def _resource_limits(raw: str | None) -> dict[str, int]:
+def _hosts(name: str, raw: str) -> tuple[str, ...]:
+    """Comma-separated host names (or IP addresses), lower-cased."""
+    hosts = tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+    for host in hosts:
+        if not _HOST_NAME.fullmatch(host):
+            raise SettingsError(f"{name}: {host!r} is not a host name; give names like hooks.example.com")
+    return hosts
+
+
+def _resource_limits(name: str, raw: str) -> dict[str, int]:
+    """A JSON object of limit name: integer, laid over :data:`DEFAULT_RESOURCE_LIMITS`."""
     limits = dict(DEFAULT_RESOURCE_LIMITS)
-    if raw is None or not raw.strip():
+    if not raw.strip():
         return limits
     try:
         overrides = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise SettingsError(f"FLAGADMIN_RESOURCE_LIMITS is not JSON: {exc}") from exc
+        raise SettingsError(f"{name} is not JSON: {exc}") from exc
     if not isinstance(overrides, dict):
-        raise SettingsError("FLAGADMIN_RESOURCE_LIMITS must be a JSON object of name: integer")
-    for name, value in overrides.items():
-        if name not in limits:
-            raise SettingsError(
-                f"FLAGADMIN_RESOURCE_LIMITS: unknown limit {name!r}; known: {', '.join(limits)}"
-            )
-        low = 1 if name in POSITIVE_RESOURCE_LIMITS else 0
+        raise SettingsError(f"{name} must be a JSON object of name: integer")
+    for limit, value in overrides.items():
+        if limit not in limits:
+            raise SettingsError(f"{name}: unknown limit {limit!r}; known: {', '.join(limits)}")
+        low = 1 if limit in POSITIVE_RESOURCE_LIMITS else 0
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value < 2**31:
-            raise SettingsError(f"FLAGADMIN_RESOURCE_LIMITS: {name} must be an integer >= {low}")
-        limits[name] = value
+            raise SettingsError(f"{name}: {limit} must be an integer >= {low}")
+        limits[limit] = value
     return limits
 
 
-# --- Integrations and webhook delivery (issue 8) ------------------------------------------
+def _seconds(low: float, high: float) -> Callable[[str, str], float]:
+    """A parser of a number of seconds from ``low`` to ``high``."""
+
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            value = float("nan")
+        if not low <= value <= high:
+            raise SettingsError(f"{name}={raw!r}: use a number of seconds from {low:g} to {high:g}")
+        return value
+
+    return parse
+
+
+def _integer(low: int, high: int) -> Callable[[str, str], int]:
+    """A parser of a whole number from ``low`` to ``high``."""
+
+    def parse(name: str, raw: str) -> int:
+        text = raw.strip()
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise SettingsError(f"{name}={raw!r}: use a whole number from {low} to {high}")
+        return int(text)
+
+    return parse
+
+
+class RateLimit(NamedTuple):
+    """At most ``amount`` events in any ``window_s`` seconds."""
+
+    amount: int
+    window_s: float
+
+
+_RATE = re.compile(r"\s*([0-9]+)\s*(?:/|\s*per\s*)\s*([0-9]+)?\s*([a-z]+)\s*", re.IGNORECASE)
+_RATE_WINDOWS_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "month": 30 * 86400}
+_RATE_WINDOWS_S["year"] = 12 * _RATE_WINDOWS_S["month"]
+
+
+def parse_rate_limit(name: str, raw: str) -> RateLimit:
+    """Parse one limit such as ``30/minute``, ``30 per minute`` or ``5/2 hours`` (units second,
+    minute, hour, day, month of 30 days, year of 360 days; plurals too).
+
+    :raise SettingsError: it does not parse, or allows nothing; the message names ``name``.
+    """
+    match = _RATE.fullmatch(raw)
+    unit = match.group(3).lower() if match else ""
+    if unit not in _RATE_WINDOWS_S and unit.endswith("s"):
+        unit = unit[:-1]
+    if match is None or unit not in _RATE_WINDOWS_S:
+        raise SettingsError(
+            f"{name}={raw!r}: use one limit like 30/minute (N per second, minute, hour or day)"
+        )
+    amount, multiples = int(match.group(1)), int(match.group(2) or 0) or 1
+    if amount < 1:
+        raise SettingsError(f"{name}={raw!r}: the limit must allow at least 1")
+    return RateLimit(amount, float(_RATE_WINDOWS_S[unit] * multiples))
+
+
+def rate_limit(name: str, raw: str) -> str:
+    """Return ``raw`` stripped once it parses as one limit (:func:`parse_rate_limit`).
+
+    :raise SettingsError: it does not parse, or allows nothing; the message names ``name``.
+    """
+    parse_rate_limit(name, raw)
+    return raw.strip()
+
 
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-#: The longest single retry delay accepted (a week).
-MAX_RETRY_DELAY_S = 7 * 86400.0
-_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
-
-
-def _delivery_settings(env: Mapping[str, str], defaults: Settings) -> dict[str, object]:
-    """The delivery fields of :class:`Settings` from ``FLAGADMIN_INTEGRATION*`` and
-    ``FLAGADMIN_DELIVERY_*`` variables.
-
-    :raise SettingsError: a variable holds an unusable value; the message names it.
-    """
-    return {
-        "integrations_allow_private": _boolean(
-            env, "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE", defaults.integrations_allow_private
-        ),
-        "integrations_allowed_hosts": _hosts(
-            "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS", env.get("FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS")
-        ),
-        "delivery_timeout": _seconds(
-            env, "FLAGADMIN_DELIVERY_TIMEOUT", defaults.delivery_timeout, low=0.1, high=300.0
-        ),
-        "delivery_retry_schedule": retry_schedule(
-            "FLAGADMIN_DELIVERY_RETRY_SCHEDULE",
-            env.get("FLAGADMIN_DELIVERY_RETRY_SCHEDULE", DEFAULT_DELIVERY_RETRY_SCHEDULE),
-        ),
-        "delivery_workers": _integer(env, "FLAGADMIN_DELIVERY_WORKERS", defaults.delivery_workers, 0, 64),
-        "delivery_max_in_flight": _integer(
-            env, "FLAGADMIN_DELIVERY_MAX_IN_FLIGHT", defaults.delivery_max_in_flight, 1, 100
-        ),
-        "delivery_poll_interval": _seconds(
-            env, "FLAGADMIN_DELIVERY_POLL_INTERVAL", defaults.delivery_poll_interval, low=0.01, high=3600.0
-        ),
-        "integration_events_keep": _integer(
-            env, "FLAGADMIN_INTEGRATION_EVENTS_KEEP", defaults.integration_events_keep, 1, 10**9
-        ),
-        "integration_events_max_age": iso_duration(
-            "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE", env.get("FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE")
-        )
-        if env.get("FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE") is not None
-        else defaults.integration_events_max_age,
-    }
 
 
 def retry_schedule(name: str, raw: str) -> tuple[float, ...]:
@@ -329,11 +223,6 @@ def retry_schedule(name: str, raw: str) -> tuple[float, ...]:
     return tuple(delays)
 
 
-#: The longest duration :func:`iso_duration` returns: a thousand years (a retention age beyond
-#: it keeps everything all the same, and stays a valid offset from today's date).
-MAX_DURATION_S = 1000 * 365.2425 * 86400
-
-
 def iso_duration(name: str, raw: str) -> float:
     """Parse an ISO 8601 duration (``P30D``, ``PT12H``, ``P2Y``) into seconds, at least one
     second and at most :data:`MAX_DURATION_S` (longer ones are taken as that). Years and months
@@ -359,35 +248,285 @@ def iso_duration(name: str, raw: str) -> float:
     return min(seconds, MAX_DURATION_S)
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float, *, low: float, high: float) -> float:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:
-        raise SettingsError(f"{name}={raw!r}: use a number of seconds from {low:g} to {high:g}")
-    return value
+# --- The declarations ---------------------------------------------------------------------
 
 
-def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    text = raw.strip()
-    if not text.isdigit() or not low <= int(text) <= high:
-        raise SettingsError(f"{name}={raw!r}: use a whole number from {low} to {high}")
-    return int(text)
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One ``FLAGADMIN_*`` variable.
+
+    ``default`` is the text the variable is read as when it is not set ("" reads as unset: every
+    setting whose default is "" behaves the same unset and empty). ``parse(variable, text)``
+    turns a text into the value, or raises :class:`SettingsError` naming the variable.
+    ``attribute`` is the :class:`Settings` field that holds the value, of type ``type``; None
+    for a variable that the command line reads itself. ``shown`` replaces the default in the
+    table when the text alone would not say what happens.
+    """
+
+    variable: str
+    default: str
+    parse: Callable[[str, str], Any]
+    help: str
+    attribute: str | None = None
+    type: Any = str
+    shown: str | None = None
+
+    def value(self, environ: Mapping[str, str]) -> Any:
+        """This setting's value in ``environ`` (its default when the variable is not set).
+
+        :raise SettingsError: the variable holds an unusable value.
+        """
+        raw = environ.get(self.variable)
+        return self.parse(self.variable, self.default if raw is None else raw)
 
 
-def _hosts(name: str, raw: str | None) -> tuple[str, ...]:
-    """Comma-separated host names (or IP addresses), lower-cased."""
-    if raw is None:
-        return ()
-    hosts = tuple(h.strip().lower() for h in raw.split(",") if h.strip())
-    for host in hosts:
-        if not _HOST_NAME.fullmatch(host):
-            raise SettingsError(f"{name}: {host!r} is not a host name; give names like hooks.example.com")
-    return hosts
+#: Every setting, in the order of the documentation's table.
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "FLAGADMIN_DATABASE",
+        DEFAULT_DATABASE,
+        _text,
+        "the database when --db is not given: a SQLite file (relative to the working folder), "
+        "or a postgresql:// URL",
+    ),
+    Setting(
+        "FLAGADMIN_ADMIN_TOKEN",
+        "",
+        _text,
+        "serve makes sure this exact admin API token is valid",
+    ),
+    Setting(
+        "FLAGADMIN_SERVICE_URL",
+        "http://127.0.0.1:4242",
+        _text,
+        "ui-config serviceUrl: the URL users reach",
+        "service_url",
+    ),
+    Setting("FLAGADMIN_NAME", "flagadmin", _text, "ui-config name of this instance", "name"),
+    Setting("FLAGADMIN_SLOGAN", "Feature flags, administered.", _text, "ui-config slogan", "slogan"),
+    Setting(
+        "FLAGADMIN_AUTH_TYPE",
+        "open-source",
+        _authentication_type,
+        "ui-config authenticationType: " + ", ".join(AUTHENTICATION_TYPES),
+        "authentication_type",
+    ),
+    Setting(
+        "FLAGADMIN_FRONTEND_API_ORIGINS",
+        "*",
+        _comma_list,
+        "ui-config frontendApiOrigins, comma-separated",
+        "frontend_api_origins",
+        tuple[str, ...],
+    ),
+    Setting(
+        "FLAGADMIN_MAINTENANCE_MODE",
+        "false",
+        _boolean,
+        "ui-config maintenanceMode (true/false)",
+        "maintenance_mode",
+        bool,
+    ),
+    Setting(
+        "FLAGADMIN_EMAIL_ENABLED",
+        "false",
+        _boolean,
+        "ui-config emailEnabled (true/false)",
+        "email_enabled",
+        bool,
+    ),
+    Setting(
+        "FLAGADMIN_RESOURCE_LIMITS",
+        "{}",
+        _resource_limits,
+        'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000}',
+        "resource_limits",
+        Mapping[str, int],
+    ),
+    Setting(
+        "FLAGADMIN_GIT_REVISION",
+        "",
+        _text_or_none,
+        "ui-config versionInfo.current.oss",
+        "git_revision",
+        str | None,
+        shown="(the build's, else the checkout's, else the version)",
+    ),
+    Setting(
+        "FLAGADMIN_AUTH_FAILURE_LIMIT",
+        "30/minute",
+        rate_limit,
+        "failed authentications allowed per client address (moving window) before 429: "
+        "N/second, N/minute, N/hour or N/day",
+        "auth_failure_limit",
+    ),
+    Setting(
+        "FLAGADMIN_CORS_ORIGINS",
+        "",
+        _origins,
+        "origins allowed to call /api/admin/* from a browser (CORS), comma-separated; "
+        "unset: no CORS headers at all",
+        "cors_origins",
+        tuple[str, ...],
+    ),
+    Setting(
+        "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE",
+        "false",
+        _boolean,
+        "true: webhook URLs may point at private, loopback and other non-public addresses "
+        "(on-prem receivers); false: they are refused when saved and when sent",
+        "integrations_allow_private",
+        bool,
+    ),
+    Setting(
+        "FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS",
+        "",
+        _hosts,
+        "host names exempt from the non-public address check, comma-separated (exact names)",
+        "integrations_allowed_hosts",
+        tuple[str, ...],
+    ),
+    Setting(
+        "FLAGADMIN_DELIVERY_TIMEOUT",
+        "10",
+        _seconds(0.1, 300.0),
+        "seconds one webhook attempt may take in total (0.1 to 300)",
+        "delivery_timeout",
+        float,
+    ),
+    Setting(
+        "FLAGADMIN_DELIVERY_RETRY_SCHEDULE",
+        "5s,5m,30m,2h,5h,10h",
+        retry_schedule,
+        "delays before each retry of a failed delivery (ms, s, m, h, d), comma-separated; "
+        "its length is the number of retries, empty: no retries",
+        "delivery_retry_schedule",
+        tuple[float, ...],
+    ),
+    Setting(
+        "FLAGADMIN_DELIVERY_WORKERS",
+        "4",
+        _integer(0, 64),
+        "delivery threads inside serve (0: serve delivers nothing; at most 64)",
+        "delivery_workers",
+        int,
+    ),
+    Setting(
+        "FLAGADMIN_DELIVERY_MAX_IN_FLIGHT",
+        "1",
+        _integer(1, 100),
+        "deliveries of one integration under way at once, retries waiting included (1: in order; "
+        "at most 100); an integration's maxInFlight overrides it",
+        "delivery_max_in_flight",
+        int,
+    ),
+    Setting(
+        "FLAGADMIN_DELIVERY_POLL_INTERVAL",
+        "1",
+        _seconds(0.01, 3600.0),
+        "seconds between two looks for due deliveries when nothing wakes the workers (0.01 to 3600)",
+        "delivery_poll_interval",
+        float,
+    ),
+    Setting(
+        "FLAGADMIN_INTEGRATION_EVENTS_KEEP",
+        "10000",
+        _integer(1, 10**9),
+        "rows of the integration event log (4.1) kept per integration, newest first",
+        "integration_events_keep",
+        int,
+    ),
+    Setting(
+        "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE",
+        "P30D",
+        iso_duration,
+        "age (ISO 8601 duration) after which rows of the integration event log are deleted",
+        "integration_events_max_age",
+        float,
+    ),
+)
+
+
+def _settings_field(setting: Setting) -> tuple[str, Any, dataclasses.Field]:
+    default = setting.parse(setting.variable, setting.default)
+    if isinstance(default, dict):  # a mutable default: each Settings gets its own copy
+        return setting.attribute, setting.type, dataclasses.field(default_factory=lambda: dict(default))
+    return setting.attribute, setting.type, dataclasses.field(default=default)
+
+
+def _auth_failures(self: Settings) -> RateLimit:
+    """``auth_failure_limit`` parsed: how many failures in how many seconds.
+
+    :raise SettingsError: the limit does not parse (a ``Settings`` built by hand).
+    """
+    return parse_rate_limit("FLAGADMIN_AUTH_FAILURE_LIMIT", self.auth_failure_limit)
+
+
+#: Instance settings: one frozen field per :class:`Setting` of :data:`SETTINGS` that has an
+#: ``attribute``, defaulting to its parsed default (those served by ui-config, spec 2.5; the
+#: limit on failed authentications; CORS origins; webhook delivery, durations in seconds).
+Settings = dataclasses.make_dataclass(
+    "Settings",
+    [_settings_field(s) for s in SETTINGS if s.attribute],
+    frozen=True,
+    namespace={
+        "__doc__": "Instance settings: a field per attribute of config.SETTINGS (see there).",
+        "__module__": __name__,
+        "auth_failures": property(_auth_failures),
+    },
+)
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build :class:`Settings` from ``FLAGADMIN_*`` variables of ``environ`` (default: os.environ).
+
+    :raise SettingsError: a variable holds an unusable value.
+    """
+    env = os.environ if environ is None else environ
+    return Settings(**{s.attribute: s.value(env) for s in SETTINGS if s.attribute})
+
+
+# --- The documentation's table ------------------------------------------------------------
+
+TABLE_START = "<!-- settings table: generated by `python -m flagadmin.config`; do not edit by hand -->"
+TABLE_END = "<!-- end of the settings table -->"
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting (variable, default, meaning), as docs/settings.md
+    holds it between :data:`TABLE_START` and :data:`TABLE_END`; ends with a newline."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for s in SETTINGS:
+        default = s.shown or (f"`{s.default}`" if s.default else "(unset)")
+        rows.append(f"| `{s.variable}` | {default} | {s.help.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
+
+
+def rewrite_table(text: str) -> str:
+    """``text`` (a Markdown page) with what lies between the table's markers replaced by
+    :func:`settings_table`.
+
+    :raise ValueError: the markers are missing.
+    """
+    head, start, rest = text.partition(TABLE_START + "\n")
+    _, end, tail = rest.partition(TABLE_END)
+    if not start or not end:
+        raise ValueError(f"the page lacks the lines {TABLE_START!r} and {TABLE_END!r}")
+    return head + start + settings_table() + end + tail
+
+
+def main(argv: list[str]) -> int:
+    """``python -m flagadmin.config``: print the table; ``--write PAGE``: rewrite it in PAGE."""
+    if argv[:1] == ["--write"] and len(argv) == 2:
+        page = Path(argv[1])
+        page.write_text(rewrite_table(page.read_text(encoding="utf-8")), encoding="utf-8")
+        return 0
+    if argv:
+        print("usage: python -m flagadmin.config [--write docs/settings.md]", file=sys.stderr)
+        return 2
+    sys.stdout.write(settings_table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

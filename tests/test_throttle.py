@@ -85,8 +85,8 @@ def test_auth_failure_limit__default__30_a_minute_as_the_readme_says(make_app):
     statuses = [client.get(UI).status_code for _ in range(31)]
     # Then
     assert statuses == [401] * 30 + [429]
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert "| `FLAGADMIN_AUTH_FAILURE_LIMIT` | `30/minute` |" in readme
+    settings_page = (Path(__file__).parents[1] / "docs" / "settings.md").read_text()
+    assert "| `FLAGADMIN_AUTH_FAILURE_LIMIT` | `30/minute` |" in settings_page
 
 
 def test_auth_failure_limit__from_environment__applied(monkeypatch, database):

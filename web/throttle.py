@@ -5,9 +5,9 @@ Only failures are counted and only failures are refused: the token is always che
 so a request with a valid token is never throttled, and a failure over the limit is answered
 429 ``TooManyRequestsError`` with ``Retry-After`` instead of 401.
 
-The limit is written in the ``limits`` library's notation (``30/minute``) and parsed by it; the
-window itself is kept here, on the app's :class:`~flagadmin.timestamps.Clock`, so that it can
-be tested without waiting (the library reads the system clock directly).
+The limit comes parsed from :mod:`flagadmin.config` (``FLAGADMIN_AUTH_FAILURE_LIMIT``,
+``30/minute``); the window is kept here, on the app's :class:`~flagadmin.timestamps.Clock`,
+so that it can be tested without waiting.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import math
 import threading
 from collections import deque
 
-import limits
-
+from ..config import RateLimit
 from ..timestamps import Clock
 from .errors import TooManyRequestsError
 
@@ -26,13 +25,12 @@ MAX_ADDRESSES = 100_000
 
 
 class AuthFailureThrottle:
-    """Counts authentication failures per client address against one limit (``"30/minute"``:
-    at most 30 failures in any 60 seconds), on ``clock``'s monotonic time."""
+    """Counts authentication failures per client address against one limit (``RateLimit(30,
+    60.0)``: at most 30 failures in any 60 seconds), on ``clock``'s monotonic time."""
 
-    def __init__(self, limit: str, clock: Clock):
-        (item,) = limits.parse_many(limit)
-        self.amount: int = item.amount
-        self.window_s: float = float(item.get_expiry())
+    def __init__(self, limit: RateLimit, clock: Clock):
+        self.amount: int = limit.amount
+        self.window_s: float = limit.window_s
         self.clock = clock
         self._failures: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
