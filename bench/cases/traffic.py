@@ -1,42 +1,40 @@
-"""Performance under real traffic (issue 13): cases that get no help from repetition, a mixed
-case with writes and gzip, and the writes themselves, under run.py's pinned protocol.
+"""traffic: performance under real traffic, against the ceilings answering the same bytes.
 
-``python bench/traffic.py`` (or ``python bench/run.py --traffic``) runs, on fresh servers
-(flagadmin on core 0, wrk ``-t1`` on core 1, ``--duration`` s per measurement after warm-up),
-each case against flagadmin and against the ceilings of ``ceilings.py`` answering the same
-bytes for the same requests (``--index`` mode):
+``python -m bench traffic`` (``writes`` and ``mixed`` run one phase of it) runs, on fresh
+servers (flagadmin pinned to core 0, wrk ``-t1`` pinned to core 1, ``--seconds`` per measurement
+after warm-up), each phase against flagadmin and against the Flask and WSGI ceilings
+(:func:`lib.serve_ceiling` in ``--index`` mode: the answers flagadmin gave to the same requests,
+chosen per request); the report gives flagadmin's figures as ratios to the Flask ceiling's:
 
-- reads on the database as built (``--db``, untouched): 4.1 at a random offset per request over
-  the whole log of integration 1 (``random_offset.lua``); 4.2 for distinct users in rotation
-  (``rotate_tokens.lua``, the tokens of ``generate.ensure_user_tokens``); the first request of
-  each user on a fresh server (each token once, one connection), after ``heavy``'s first
-  request, the very first the server answers; token checks for the distinct users (4.3, whose
-  answer is cached, with the tokens rotating); 4.4 on a small install of about 1,000 archived
-  flags (``--install-db``, scale 0.02), whole and gzip;
-- on a working copy of each database (writes never touch the originals): the mixed case
-  (``mixed.lua``); 4.4 right after a write (archive or create a flag, then one whole 4.4; a
-  sequential client), on the small install and at ``--db``'s size; the writes (``writes.lua``:
-  flag create, flag archive, SCIM user create, SCIM group PATCH, SCIM token generation), each
-  with 0, 1 and 5 enabled webhook configurations taking every event type and delivering to a
-  receiver process, at ``--connections`` and at one connection (the latency of one write with
-  nothing queued before it).
+- ``reads``, on the database as built (``--db``, untouched): 4.1 at a random offset per request
+  over the whole log of integration 1 (``lua/random_offset.lua``); 4.2 for distinct users in
+  rotation (``lua/rotate_tokens.lua``, the tokens of :func:`lib.ensure_user_tokens`); the first
+  request of each user on a fresh server (each token once, one connection), after ``heavy``'s
+  first request, the very first the server answers; token checks for the distinct users (4.3,
+  whose answer is cached, with the tokens rotating); 4.4 on a small install of about 1,000
+  archived flags (``--install-db``, scale 0.02), whole and gzip;
+- on a working copy of each database (writes never touch the originals): ``mixed``, reads with
+  writes and gzip (``lua/mixed.lua``); ``after-write``, 4.4 right after a write (archive or create
+  a flag, then one whole 4.4; a sequential client), on the small install and at ``--db``'s size;
+  ``writes`` (``lua/writes.lua``: flag create, flag archive, SCIM user create, SCIM group PATCH,
+  SCIM token generation), each with 0, 1 and 5 enabled webhook configurations taking every event
+  type and delivering to a receiver process, at ``--connections`` and at one connection (the
+  latency of one write with nothing queued before it), with the server's CPU per write.
 
-A SQLite file is read through before each flagadmin server starts on it (``procs.read_through``):
-this VM drops its page cache within minutes, and a page that is not in it is a disk read, which
-turned a round of 4.1 at random offsets into a measurement of the disk (p99 790 ms).
+A SQLite file is read through before each flagadmin server starts on it (:func:`lib.read_through`):
+this VM drops its page cache within minutes, and a page that is not in it is a disk read.
 
-With ``--db postgresql://...`` the same cases run on SQLite (``--sqlite``), on PostgreSQL with
-one process and with two (engines.py's protocol), with ratios to SQLite, and no ceilings;
-``--setups`` picks some of the three (``sqlite,postgresql,postgresql-x2``; the first is the base
-of the ratios), e.g. ``--setups postgresql`` to compare two versions of the code on PostgreSQL.
+With ``--db postgresql://...`` the same phases run on SQLite (``--sqlite``), on PostgreSQL with
+one process and with two, with ratios to SQLite, and no ceilings; ``--setups`` picks some of the
+three (``sqlite,postgresql,postgresql-x2``; the first is the base of the ratios).
 
 With ``--reference http://127.0.0.1:PORT`` the writes phase also drives a running reference
-server with the same script and loads (flag create and archive), in turn with flagadmin in each
-round: issue 13's write rates are ten times the reference's, measured the same way, and VMs
-differ (:func:`reference_writes`).
+server (started by hand on core 0) with the same script and loads (flag create and archive), in
+turn with flagadmin in each round (:func:`reference_writes`).
 
-Results: ``<out>/traffic.json`` (every figure of every round) and ``<out>/traffic.md``. See
-bench/README.md, "Real traffic".
+Results: ``<out>/traffic.json`` (every figure of every round) and ``<out>/traffic.md``. This
+module is longer than 400 lines because it holds five phases, their set-up of working copies
+and receivers, and their report.
 """
 
 from __future__ import annotations
@@ -46,11 +44,9 @@ import json
 import math
 import os
 import secrets
-import shlex
 import shutil
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -60,22 +56,12 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-
-import deliveries  # noqa: E402
-import generate  # noqa: E402
-import loadgen  # noqa: E402
-import procs  # noqa: E402
-import run  # noqa: E402
-from flags import Client  # noqa: E402
-
-import flagadmin  # noqa: E402
-from flagadmin.spec import EVENT_TYPES  # noqa: E402
-from flagadmin.store import connect, is_postgresql, schema  # noqa: E402
-from flagadmin.store import environments as store_environments  # noqa: E402
-from flagadmin.store import integrations as store_integrations  # noqa: E402
-from flagadmin.timestamps import now_rfc3339  # noqa: E402
+from bench import lib
+from flagadmin.spec import EVENT_TYPES
+from flagadmin.store import connect, is_postgresql, schema
+from flagadmin.store import environments as store_environments
+from flagadmin.store import integrations as store_integrations
+from flagadmin.timestamps import now_rfc3339
 
 DASHBOARD = "/api/admin/personal-dashboard"
 UI_CONFIG = "/api/admin/ui-config"
@@ -204,12 +190,12 @@ class Traffic:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.out: Path = args.out
-        self.wrk = loadgen.ensure_wrk()
+        self.wrk = lib.ensure_wrk()
         self.server_log = self.out / "traffic-servers.log"
         self.wrk_log = self.out / "traffic-wrk.log"
         self.files = self.out / "traffic-files"
         self.files.mkdir(parents=True, exist_ok=True)
-        self.receiver_port = procs.free_port()
+        self.receiver_port = lib.free_port()
         self.meta: dict[str, dict] = {}
         self.users: dict[str, list[dict]] = {}
         #: --reference's server, and how many webhook configurations of this run it has
@@ -219,16 +205,16 @@ class Traffic:
 
     # servers
 
-    def flagadmin(self, target: str, cpus: tuple[str, ...]) -> list[procs.Server]:
+    def flagadmin(self, target: str, cpus: tuple[str, ...]) -> list[lib.Server]:
         """Fresh ``flagadmin serve`` processes on ``target``, one per CPU, each listening."""
         servers = []
         if not target.startswith("postgresql"):
-            procs.read_through(target)  # the VM drops its page cache within minutes
+            lib.read_through(target)  # the VM drops its page cache within minutes
         try:
             for cpu in cpus:
-                port = procs.free_port()
-                command = procs.flagadmin_command(target, port, self.args.threads)
-                server = procs.Server(command, port, self.server_log, cpu=cpu)
+                port = lib.free_port()
+                command = lib.flagadmin_command(target, port, self.args.threads)
+                server = lib.Server(command, port, self.server_log, cpu=cpu)
                 servers.append(server)
                 server.wait_ready()
         except BaseException:
@@ -237,22 +223,11 @@ class Traffic:
             raise
         return servers
 
-    def ceiling(self, mode: str, index: Path) -> procs.Server:
+    def ceiling(self, mode: str, index: Path) -> lib.Server:
         """A fresh ceiling server answering from ``index``."""
-        port = procs.free_port()
-        command = [
-            sys.executable,
-            str(BENCH / "ceilings.py"),
-            "--mode",
-            mode,
-            "--index",
-            str(index),
-            "--port",
-            str(port),
-            "--threads",
-            str(self.args.threads),
-        ]
-        server = procs.Server(command, port, self.server_log)
+        port = lib.free_port()
+        command = lib.ceiling_command(mode, port, self.args.threads, index=index)
+        server = lib.Server(command, port, self.server_log)
         try:
             server.wait_ready()
         except BaseException:
@@ -276,7 +251,7 @@ class Traffic:
 
     # wrk
 
-    def drive(self, servers: list[procs.Server], load: Load) -> dict:
+    def drive(self, servers: list[lib.Server], load: Load) -> dict:
         """wrk on ``load`` against each server at once, connections split between them (each
         wrk is told its part); figures summed (req/s, requests, errors) or the slower
         process's (latency percentiles)."""
@@ -292,7 +267,7 @@ class Traffic:
 
         def one(i: int) -> None:
             try:
-                results[i] = loadgen.run_wrk(
+                results[i] = lib.run_wrk(
                     self.wrk,
                     servers[i].port,
                     [load.path],
@@ -301,7 +276,7 @@ class Traffic:
                     connections=max(1, load.connections // parts),
                     timeout=self.args.timeout,
                     log=self.wrk_log,
-                    script=BENCH / load.script,
+                    script=lib.LUA / load.script,
                     env={
                         **env,
                         "BENCH_PART": f"{i} {parts}",
@@ -332,7 +307,7 @@ class Traffic:
         with self.serving(setup, target, index) as servers:
             for method, path, auth in case.warm:
                 for server in servers:
-                    procs.fetch(server.port, path, method, auth)
+                    lib.fetch(server.port, path, method, auth)
             for load in case.loads:
                 figures[load.name] = self.drive(servers, load)
                 if setup.kind == "flagadmin":
@@ -343,18 +318,9 @@ class Traffic:
 
     @contextmanager
     def receiver(self):
-        """deliveries.py's receiver (answers 200 at once), pinned to wrk's core."""
-        proc = subprocess.Popen(
-            [
-                "taskset",
-                "-c",
-                loadgen.WRK_CPU,
-                sys.executable,
-                str(BENCH / "deliveries.py"),
-                "--receiver",
-                str(self.receiver_port),
-            ]
-        )
+        """A webhook receiver (answers 200 at once, :func:`lib.serve_receiver`), pinned to wrk's
+        core."""
+        proc = subprocess.Popen(["taskset", "-c", lib.WRK_CPU, *lib.receiver_command(self.receiver_port)])
         try:
             yield proc
         finally:
@@ -407,7 +373,7 @@ class Index:
         headers = {"Accept": "application/json", "Authorization": auth}
         if gzip:
             headers["Accept-Encoding"] = "gzip"
-        client = Client(port, auth)
+        client = lib.Client(port, auth)
         try:
             status, got, payload, _ = client.send(method, path, body, headers)
         finally:
@@ -481,10 +447,10 @@ def with_database(url: str, name: str) -> str:
 
 def prepare_work(target: str, receiver_port: int) -> list[int]:
     """Ready a working copy for the mixed case and the writes: the install's environments
-    (generate.py writes flags' environments only), the project the writes use, the built
+    (lib.py writes flags' environments only), the project the writes use, the built
     webhook configurations pointed at the receiver, and five more (disabled) taking every
     event type, whose ids are returned: the writes enable 0, 1 or 5 of them."""
-    url = json.dumps({"url": f"http://{procs.HOST}:{receiver_port}/hook", "contentType": "application/json"})
+    url = json.dumps({"url": f"http://{lib.HOST}:{receiver_port}/hook", "contentType": "application/json"})
     with connect(target) as conn, conn.write("integrations"):
         names = list(conn.values("SELECT DISTINCT name FROM feature_environments ORDER BY name"))
         store_environments.insert_missing(conn, names, now_rfc3339())
@@ -501,7 +467,7 @@ def prepare_work(target: str, receiver_port: int) -> list[int]:
                 "description": f"{RECEIVER_DESCRIPTION} {n}",
                 "enabled": False,
                 "events": list(EVENT_TYPES),
-                "parameters": {"url": f"http://{procs.HOST}:{receiver_port}/traffic/{n}"},
+                "parameters": {"url": f"http://{lib.HOST}:{receiver_port}/traffic/{n}"},
             }
             ids.append(store_integrations.insert(conn, config, created_at=now_rfc3339()))
     return ids
@@ -533,7 +499,7 @@ def add_supply(target: str, prefix: str, count: int) -> None:
         )
         conn.run_many(
             "INSERT INTO feature_environments (feature_name, name, enabled) VALUES (?, ?, ?)",
-            [(f"{prefix}-{i}", env, i % 2) for i in range(count) for env in generate.ENVIRONMENTS],
+            [(f"{prefix}-{i}", env, i % 2) for i in range(count) for env in lib.ENVIRONMENTS],
         )
 
 
@@ -700,7 +666,7 @@ def read_index(t: Traffic, case: Case, port: int) -> Index:
 def scim_users(port: int, token: str, run_tag: str, count: int = 5) -> list[str]:
     """Create ``count`` SCIM users through ``/scim/v2/Users``; return their SCIM ids."""
     ids = []
-    client = Client(port, f"Bearer {token}")
+    client = lib.Client(port, f"Bearer {token}")
     try:
         for n in range(count):
             body = {
@@ -812,11 +778,11 @@ def mixed_load(t: Traffic, flags: list[dict], users_file: str) -> Load:
 
 
 def procs_json(port: int, method: str, path: str, auth: str) -> dict:
-    """One request (procs.fetch); its JSON answer.
+    """One request (lib.fetch); its JSON answer.
 
     :raise RuntimeError: a status other than 200.
     """
-    status, body, _ = procs.fetch(port, path, method, auth)
+    status, body, _ = lib.fetch(port, path, method, auth)
     if status != 200:
         raise RuntimeError(f"{method} {path} answered {status}: {body[:300]!r}")
     return json.loads(body)
@@ -959,10 +925,10 @@ def after_write(t: Traffic, label: str, target: str, database: str, cpus: tuple[
     timings: dict[str, list[float]] = {"after archive": [], "after create": [], "nothing written": []}
     body = b""
     cpus_before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {int(loadgen.WRK_CPU)})
+    os.sched_setaffinity(0, {int(lib.WRK_CPU)})
     try:
         with t.serving(Setup(label, "flagadmin", cpus[:1]), target, None) as (server,):
-            client = Client(server.port, admin)
+            client = lib.Client(server.port, admin)
             try:
                 for _ in range(2):
                     client.send("GET", ARCHIVE)
@@ -999,7 +965,7 @@ def after_write(t: Traffic, label: str, target: str, database: str, cpus: tuple[
         ceiling = []
         if t.args.ceilings:
             with t.serving(Setup("flask", "flask"), "", index.save()) as (server,):
-                client = Client(server.port, admin)
+                client = lib.Client(server.port, admin)
                 try:
                     client.send("GET", ARCHIVE)
                     ceiling = [client.send("GET", ARCHIVE)[3] for _ in range(len(live))]
@@ -1057,7 +1023,7 @@ def write_load(
             ids = list(conn.values("SELECT id FROM users WHERE deleted_at IS NULL ORDER BY id"))
         groups = []
         needed = math.ceil(wanted / max(1, len(ids)))
-        client = Client(port, env["BENCH_AUTH"])
+        client = lib.Client(port, env["BENCH_AUTH"])
         try:
             for g in range(max(1, needed)):
                 body = {
@@ -1115,7 +1081,7 @@ def flagadmin_writes(
     supplies = []
     with t.serving(setup, target, None) as servers:
         for server in servers:
-            procs.fetch(server.port, UI_CONFIG, "GET", admin)
+            lib.fetch(server.port, UI_CONFIG, "GET", admin)
         for label, connections, duration, once in write_loads(t):
             load, supply = write_load(
                 t, kind, f"{tag()}{r}", connections, duration, admin, target, servers[0].port, once
@@ -1139,7 +1105,7 @@ def reference_call(t: Traffic, method: str, path: str, body: dict | None = None)
 
     :raise RuntimeError: a status other than 2xx (its body says why).
     """
-    client = Client(t.reference.port, t.args.reference_token)
+    client = lib.Client(t.reference.port, t.args.reference_token)
     try:
         status, _, payload, _ = client.send(method, path, body)
     finally:
@@ -1164,7 +1130,7 @@ def configure_reference(t: Traffic, count: int) -> None:
     events = next(p["events"] for p in found["providers"] if p["name"] == "webhook")
 
     def body(i: int, enabled: bool) -> dict:
-        return deliveries.addon_body(
+        return lib.addon_body(
             t.receiver_port, REFERENCE_ADDON, enabled=enabled, events=events, path=f"/reference/{i}"
         )
 
@@ -1269,27 +1235,20 @@ def writes(t: Traffic, setups: list[Setup], targets: dict[str, str], receivers: 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line (see the module's docstring)."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--db", default=str(BENCH / "data" / "bench.db"), help="SQLite file, or a postgresql:// URL"
-    )
+    p = argparse.ArgumentParser(prog="python -m bench traffic", description=__doc__.splitlines()[0])
+    lib.add_common_options(p)
     p.add_argument(
         "--sqlite", type=Path, default=None, help="with a postgresql:// --db: the SQLite file to compare"
     )
     p.add_argument("--scale", type=float, default=1.0, help="scale used when --db (or --sqlite) is built")
-    p.add_argument("--install-db", type=Path, default=BENCH / "data" / f"bench-{INSTALL_SCALE}.db")
-    p.add_argument("--out", type=Path, default=BENCH / "out")
-    p.add_argument(
-        "--work", type=Path, default=BENCH / "data" / "traffic", help="folder of the working copies"
-    )
-    p.add_argument("--duration", type=int, default=10, help="seconds of wrk per measurement")
+    p.add_argument("--install-db", type=Path, default=lib.DATA / f"bench-{INSTALL_SCALE}.db")
+    p.add_argument("--work", type=Path, default=lib.DATA / "traffic", help="folder of the working copies")
     p.add_argument("--latency-duration", type=int, default=5, help="seconds of the one-connection writes")
     p.add_argument("--once-bound", type=int, default=600, help="upper bound (s) of a first-requests run")
     p.add_argument("--connections", type=int, default=8)
     p.add_argument("--timeout", type=int, default=60, help="wrk request timeout (s)")
-    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=8, help="waitress threads of every server")
-    p.add_argument("--users", type=int, default=generate.USER_TOKENS, help="distinct users (tokens)")
+    p.add_argument("--users", type=int, default=lib.USER_TOKENS, help="distinct users (tokens)")
     p.add_argument("--ceilings", default="flask,wsgi", help="ceilings to compare with (comma-separated; '')")
     p.add_argument("--after-write-rounds", type=int, default=10)
     p.add_argument("--drain-timeout", type=float, default=120, help="seconds to wait for the outbox")
@@ -1327,12 +1286,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="an admin API token of --reference (default: $BENCH_REFERENCE_TOKEN)",
     )
     p.add_argument("--reference-project", default="default", help="--reference's project of the writes")
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="a check of the suite in about a minute: the install database for everything, "
-        "2 s per case, 1 round, the Flask ceiling only",
-    )
     args = p.parse_args(argv)
     if args.quick:
         if args.db == p.get_default("db"):
@@ -1366,33 +1319,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the traffic cases and write ``<out>/traffic.json`` and ``traffic.md``.
-
-    Like run.py, it measures a copy of flagadmin's source taken at the start (``<out>/src``),
-    so that edits of the working tree during the run do not mix versions.
-    """
-    argv = sys.argv[1:] if argv is None else argv
+def main(argv: list[str]) -> None:
+    """Run the phases and write ``<out>/traffic.json`` and ``traffic.md``; the tree measured is
+    a snapshot (:func:`lib.measured_tree`)."""
     args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    source = Path(flagadmin.__file__).resolve().parent
-    if run.SNAPSHOT_ENV not in os.environ:
-        root = run.snapshot(source, args.out.resolve() / "src")
-        path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=path, **{run.SNAPSHOT_ENV: str(source)})
-        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
-    tree = Path(os.environ[run.SNAPSHOT_ENV])
-    os.environ["FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS"] = procs.HOST
+    tree = lib.measured_tree(args)
+    os.environ["FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS"] = lib.HOST
     started = time.monotonic()
     t = Traffic(args)
     for log in (t.server_log, t.wrk_log):
         log.unlink(missing_ok=True)
 
     postgresql = is_postgresql(args.db)
-    sqlite_main = Path(args.db) if not postgresql else args.sqlite or BENCH / "data" / "bench.db"
-    t.meta["install"] = run.ensure_database(args.install_db, INSTALL_SCALE, False)
-    t.meta["main"] = run.ensure_database(sqlite_main, args.scale, False)  # --quick: the same file
-    t.users["main"] = generate.ensure_user_tokens(sqlite_main, args.users)
+    sqlite_main = Path(args.db) if not postgresql else args.sqlite or lib.DATA / "bench.db"
+    t.meta["install"] = lib.ensure_database(args.install_db, INSTALL_SCALE, False)
+    t.meta["main"] = lib.ensure_database(sqlite_main, args.scale, False)  # --quick: the same file
+    t.users["main"] = lib.ensure_user_tokens(sqlite_main, args.users)
     work = args.work
     same = sqlite_main.resolve() == args.install_db.resolve()  # --quick: one small database
     targets = {
@@ -1412,10 +1354,9 @@ def main(argv: list[str] | None = None) -> None:
         targets.update({k.replace("sqlite:", "flagadmin:"): v for k, v in targets.items()})
 
     results: dict = {
-        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
-        "code_digest": run.code_digest(source),
-        "tree_digest_start": run.code_digest(tree),
-        "machine": {**run.machine(), "wrk": loadgen.wrk_version(t.wrk)},
+        "command": lib.command_line(),
+        **tree,
+        "machine": {**lib.machine(), "wrk": lib.wrk_version(t.wrk)},
         "options": {k: str(v) for k, v in vars(args).items()},
         "data": {
             k: {m: v for m, v in meta.items() if not m.endswith("_token")} for k, meta in t.meta.items()
@@ -1472,15 +1413,10 @@ def main(argv: list[str] | None = None) -> None:
             if "writes" in args.phases:
                 reference = [Setup("reference", "reference")] if t.reference else []
                 results["writes"] = writes(t, setups + reference, targets, receivers)
-    results["run_py_4_5"] = run_py_token_figures(args.out / "results.json")
+    results["run_py_4_5"] = run_py_token_figures(args.out / "reads.json")
     results["seconds"] = round(time.monotonic() - started)
-    results["tree_digest_end"] = run.code_digest(tree)
-    (args.out / "traffic.json").write_text(json.dumps(results, indent=2) + "\n")
-    import traffic_report
-
-    markdown = traffic_report.markdown(results)
-    (args.out / "traffic.md").write_text(markdown)
-    print("\n" + markdown)
+    results["tree_digest_end"] = lib.code_digest(Path(tree["tree"]))
+    lib.write_results(args.out, "traffic", results, markdown(results))
 
 
 def run_py_token_figures(path: Path) -> dict | None:
@@ -1505,7 +1441,6 @@ def postgresql_targets(url: str, sqlite_main: Path, install: Path, users: list[d
     """The PostgreSQL databases of an engines run: ``url`` (loaded from ``sqlite_main`` when it
     holds no flags, as engines.py does), ``<name>_install`` (created and loaded from the
     install's SQLite file when missing), and the names of their working copies."""
-    import engines
     import psycopg
 
     name = database_name(url)
@@ -1526,10 +1461,431 @@ def postgresql_targets(url: str, sqlite_main: Path, install: Path, users: list[d
             flags = conn.value("SELECT count(*) FROM features")
         if not flags:
             print(f"Loading {source} into {database_name(found[key])} ...", flush=True)
-            engines.load_postgresql(source, found[key])
+            lib.load_postgresql(source, found[key])
     ensure_tokens_in(found["postgresql:main"], users)
     return found
 
 
-if __name__ == "__main__":
-    main()
+# --- the report ---------------------------------------------------------------------------------
+
+
+#: Write kinds that record an event (SCIM token generation records none: no configuration
+#: can match it, whatever it takes).
+EVENT_WRITES = ("flag-create", "flag-archive", "scim-user-create", "scim-group-patch")
+#: Writes per second at 0 integrations that issue 13 asks for (ten times the reference server).
+WRITE_RATES = {"flag-create": 1000, "flag-archive": 1750}
+
+
+def median(runs: list[dict], load: str, key: str) -> float:
+    """Median of ``key`` of ``load`` over rounds (``runs``: one dict of loads per round)."""
+    return statistics.median(r[load][key] for r in runs)
+
+
+#: The mixed case's windows on one server, as traffic.py names them (results of runs before
+#: the second window have only the first).
+MIX_WINDOWS = ("mixed", "mixed, second window")
+
+
+def _windows(mixed: dict, setups) -> list[str]:
+    """The mixed case's windows (:data:`MIX_WINDOWS`) that every round of ``setups`` measured."""
+    return [w for w in MIX_WINDOWS if all(w in run for s in setups for run in mixed["runs"][s])]
+
+
+def figures(runs: list[dict], load: str) -> dict:
+    """Medians of one load over rounds: req/s, p50 and p99 (ms); errors summed."""
+    return {
+        "rps": median(runs, load, "rps"),
+        "p50": median(runs, load, "p50_us") / 1000,
+        "p99": median(runs, load, "p99_us") / 1000,
+        "errors": sum(r[load]["errors"] for r in runs),
+    }
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    return lib.markdown_table(header, rows)
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "-"
+
+
+def _head(results: dict) -> list[str]:
+    m, o = results["machine"], results["options"]
+    main, install = results["data"]["main"], results["data"]["install"]
+    users = results["users"]
+    return [
+        "# flagadmin under real traffic (issue 13)",
+        "",
+        f"- Date: {m['date']}; whole run {results['seconds']} s",
+        f"- Command: `{results['command']}`",
+        lib.code_line(results),
+        f"- Machine: nproc {m['nproc']}, {m['cpu']}, {m['memory_gib']} GiB; Linux {m['kernel']}; "
+        f"Python {m['python']}, SQLite {m['sqlite']}, {m['wrk']}{lib.speed_note(m)}",
+        f"- Data: scale {main['scale']} ({main['users']:,} users, {main['projects']:,} projects, "
+        f"{main['flags']:,} flags, {main['integration_events']:,} integration events, "
+        f"{main['events_per_integration']['1']:,} in integration 1); the small install: scale "
+        f"{install['scale']} ({install['archived_flags']:,} archived flags)",
+        f"- Distinct users: {users['count']:,} personal tokens of project members "
+        f"({', '.join(f'{n} {r}' for r, n in users['roles'].items())})",
+        f"- Method: fresh server(s) per measurement, flagadmin pinned to core 0 ({o['threads']} "
+        f"threads), wrk -t1 on core 1, {o['connections']} connections, {o['duration']} s after "
+        f"warm-up; {o['rounds']} round(s); figures are medians over rounds, errors are summed "
+        "(connect, read, write, non-2xx, timeouts).",
+        *_reference_line(results),
+    ]
+
+
+def _reference_line(results: dict) -> list[str]:
+    """The head's line on ``--reference``, when the run measured it."""
+    ref = results.get("reference")
+    if not ref:
+        return []
+    return [
+        f"- Reference server: version {ref['version']} at {ref['url']} (project `{ref['project']}`), "
+        "running before the run and not restarted by it; its writes measured by the same wrk "
+        "script, connections and durations as flagadmin's, in turn with them in each round"
+    ]
+
+
+def _reads(results: dict) -> list[str]:
+    reads = results.get("reads")
+    if not reads:
+        return []
+    setups = results["setups"]
+    lines = ["", "## Reads with no help from repetition", ""]
+    rows = []
+    engines = results["engines"]
+    for case in reads["cases"]:
+        if case["name"] == "4.2 first request":
+            continue
+        runs = reads["runs"][case["name"]]
+        for load in case["loads"]:
+            f = {s: figures(runs[s], load["name"]) for s in setups}
+            first = f[setups[0]]
+            row = [load["name"], f"{first['rps']:,.1f}", f"{first['p50']:.2f}", f"{first['p99']:.2f}"]
+            if engines:
+                for s in setups[1:]:
+                    row += [f"{f[s]['rps']:,.1f}", _ratio(f[s]["rps"], first["rps"])]
+            else:
+                for s in setups[1:]:
+                    row += [f"{f[s]['rps']:,.1f}", _ratio(first["rps"], f[s]["rps"])]
+            sizes = reads["body_bytes"].get(case["name"])
+            row += [sum(x["errors"] for x in f.values()), f"{sizes['median']:,.0f}" if sizes else "-"]
+            rows.append(row)
+    header = ["case", f"{setups[0]} req/s", "p50 ms", "p99 ms"]
+    for s in setups[1:]:
+        header += [f"{s} req/s", f"÷ {setups[0]}" if engines else f"÷ {s}"]
+    lines += _table([*header, "errors (all)", "median body bytes"], rows)
+    first = reads["runs"].get("4.2 first request")
+    if first:
+        lines += [
+            "",
+            "First request of each user on a fresh server (one connection, each token once; "
+            "`heavy` first, the very first request the server answers):",
+            "",
+        ]
+        rows = []
+        for load in ("users first", "heavy first"):
+            f = {s: figures(first[s], load) for s in setups}
+            row = [load, f"{f[setups[0]]['p50']:.2f}", f"{f[setups[0]]['p99']:.2f}"]
+            for s in setups[1:]:
+                a, b = (f[s]["p50"], f[setups[0]]["p50"]) if engines else (f[setups[0]]["p50"], f[s]["p50"])
+                row += [f"{f[s]['p50']:.2f}", f"{a / b:.1f}x"]
+            rows.append(row)
+        header = ["requests", f"{setups[0]} p50 ms", "p99 ms"]
+        for s in setups[1:]:
+            header += [f"{s} p50 ms", f"p50 ÷ {setups[0]}" if engines else f"{setups[0]} p50 ÷ {s}"]
+        lines += _table(header, rows)
+    return lines
+
+
+def _mixed(results: dict) -> list[str]:
+    mixed = results.get("mixed")
+    if not mixed:
+        return []
+    setups = list(mixed["runs"])
+    windows = _windows(mixed, setups)
+    lines = [
+        "",
+        "## Mixed case",
+        "",
+        f"Reads {mixed['weights']} (percent of the reads; 4.1: {mixed['first_pages_percent']} % on the "
+        f"first ten pages, the rest uniform over the log), one 4.5 every {mixed['token_every']} requests, "
+        f"one write every {mixed['write_every']} (flag update, SCIM user PATCH, test delivery in turn), "
+        f"Accept-Encoding: gzip on every request."
+        + (
+            " Each fresh server gets two windows of the same traffic, one after the other: the first"
+            " is its first traffic (every user's first 4.2 and every Viewer's first 4.4 are built in"
+            " it), the second keeps what the first built and its writes did not touch."
+            if len(windows) > 1
+            else ""
+        )
+        + (
+            f" The ceilings answer {mixed['answers']:,} recorded answers"
+            f" (median {mixed['body_bytes_median']:,.0f} bytes)."
+            if mixed["answers"]
+            else ""
+        ),
+        "",
+    ]
+    first = setups[0]
+    rows = []
+    for window in windows:
+        f = {s: figures(mixed["runs"][s], window) for s in setups}
+        rows += [
+            [
+                window,
+                s,
+                f"{f[s]['rps']:,.1f}",
+                f"{f[s]['p50']:.2f}",
+                f"{f[s]['p99']:.2f}",
+                f[s]["errors"],
+                _ratio(f[first]["rps"], f[s]["rps"])
+                if not results["engines"]
+                else _ratio(f[s]["rps"], f[first]["rps"]),
+            ]
+            for s in setups
+        ]
+    lines += _table(
+        [
+            "window",
+            "setup",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "errors",
+            f"ratio ({first} ÷ it)" if not results["engines"] else f"÷ {first}",
+        ],
+        rows,
+    )
+    return lines
+
+
+def _after_write(results: dict) -> list[str]:
+    after = results.get("after_write")
+    if not after:
+        return []
+    lines = [
+        "",
+        "## 4.4 right after a write",
+        "",
+        "One keep-alive client on core 1, admin token, whole body; p50 (p99) ms over the rounds.",
+        "",
+    ]
+    rows = []
+    for name, a in after.items():
+        cells = []
+        for key in ("after archive", "after create", "nothing written", "flask ceiling"):
+            x = a.get(key, {})
+            cells.append(f"{x['p50']:.2f} ({x['p99']:.2f})" if x.get("n") else "-")
+        rows.append([name, f"{a['body_bytes']:,}", a["rounds"], *cells])
+    lines += _table(
+        [
+            "database",
+            "body bytes",
+            "rounds",
+            "after archiving a flag",
+            "after creating a flag",
+            "nothing written",
+            "Flask ceiling, same bytes",
+        ],
+        rows,
+    )
+    return lines
+
+
+def _writes(results: dict) -> list[str]:
+    writes = results.get("writes")
+    if not writes:
+        return []
+    lines = [
+        "",
+        "## Writes",
+        "",
+        "Each kind with 0, 1 and 5 enabled webhook configurations that take every event type "
+        "(delivering to a receiver process on core 1): wrk with the connections of the other cases, "
+        "then with one connection (the latency of one write with nothing queued: an upper bound of "
+        "its transaction), then the wait for the outbox to empty. SCIM token generation records no "
+        "event, so no configuration matches it.",
+        "",
+    ]
+    if results.get("reference"):
+        lines += [
+            "The reference server's rows: its own webhook configurations, taking every event type "
+            "its webhook provider offers, delivering to the same receiver; its archives take "
+            "flags made through its own create path before each load. Its deliveries are its own "
+            "affair (no outbox to wait for).",
+            "",
+        ]
+    rows = []
+    cases = {key: (kind, int(count)) for key in writes["runs"] for kind, count in [key.rsplit(" x", 1)]}
+    # kinds in the run's order, then counts (the runs go count by count: see traffic.writes)
+    for key in sorted(cases, key=lambda k: (writes["kinds"].index(cases[k][0]), cases[k][1])):
+        (kind, count), by_setup = cases[key], writes["runs"][key]
+        for setup, runs in by_setup.items():
+            load = figures(runs, "load")
+            one = figures(runs, "one connection")
+            base = writes["runs"].get(f"{kind} x0", {}).get(setup)
+            base_rps = figures(base, "load")["rps"] if base else 0
+            reference = by_setup.get("reference") if setup != "reference" else None
+            drains = [r["drain_s"] for r in runs if r["drain_s"] is not None]
+            rows.append(
+                [
+                    kind,
+                    count,
+                    setup,
+                    f"{load['rps']:,.1f}",
+                    f"{load['p50']:.2f}",
+                    f"{load['p99']:.2f}",
+                    f"{one['p50']:.2f}",
+                    f"{one['p99']:.2f}",
+                    load["errors"] + one["errors"],
+                    f"{statistics.median(drains):.1f}" if drains else "-",
+                    sum(r["cancelled"] for r in runs),
+                    _ratio(load["rps"], base_rps),
+                    _ratio(load["rps"], figures(reference, "load")["rps"]) if reference else "-",
+                ]
+            )
+    lines += _table(
+        [
+            "write",
+            "integrations",
+            "setup",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "1-conn p50 ms",
+            "1-conn p99 ms",
+            "errors",
+            "outbox emptied in s",
+            "deliveries cancelled",
+            "req/s ÷ 0 integrations",
+            "req/s ÷ reference",
+        ],
+        rows,
+    )
+    return lines
+
+
+def verdicts(results: dict) -> list[tuple[str, bool | None, str]]:
+    """(target, met or None when not measured, figures) for issue 13's targets; SQLite runs
+    only. The reads and the mixed case are judged when the Flask ceiling ran; the writes
+    whenever they ran, and against ``--reference`` when it ran."""
+    if results["engines"]:
+        return []
+    out: list[tuple[str, bool | None, str]] = []
+    flask = "flask" in results["setups"]  # the reads and the mixed case compare with it
+    reads = results.get("reads", {}).get("runs", {}) if flask else {}
+
+    def rps_ratio(case: str, load: str) -> float:
+        return figures(reads[case]["flagadmin"], load)["rps"] / figures(reads[case]["flask"], load)["rps"]
+
+    if reads:
+        r = rps_ratio("4.1 random offset", "4.1 random")
+        out.append(("4.1 at random offsets: at least 0.5 of the Flask ceiling", r >= 0.5, f"{r:.2f}"))
+        r = rps_ratio("4.2 distinct users", "4.2 users")
+        out.append(("4.2 for distinct users: at least 0.5 of the Flask ceiling", r >= 0.5, f"{r:.2f}"))
+        first = reads["4.2 first request"]
+        for load, bound, label in (("users first", 3, "a user's"), ("heavy first", 10, "heavy's")):
+            x = figures(first["flagadmin"], load)["p50"] / figures(first["flask"], load)["p50"]
+            out.append(
+                (f"4.2, {label} first request: p50 within {bound}x the ceiling's", x <= bound, f"{x:.1f}x")
+            )
+        r = rps_ratio("4.4 install", "4.4 install")
+        g = rps_ratio("4.4 install gzip", "4.4 install gzip")
+        out.append(
+            (
+                "4.4 at about 1,000 archived flags: at least 0.5 of the Flask ceiling",
+                r >= 0.5,
+                f"{r:.2f} (gzip {g:.2f})",
+            )
+        )
+    mixed = results.get("mixed") if flask else None
+    if mixed:
+        for window in _windows(mixed, ("flagadmin", "flask")):
+            f, c = figures(mixed["runs"]["flagadmin"], window), figures(mixed["runs"]["flask"], window)
+            r = f["rps"] / c["rps"]
+            ok = r >= 0.5 and f["errors"] == 0
+            out.append(
+                (
+                    f"mixed case ({'first' if window == 'mixed' else 'second'} window):"
+                    " at least 0.5 of the Flask ceiling, 0 errors",
+                    ok,
+                    f"{r:.2f}, {f['errors']} errors",
+                )
+            )
+    writes = results.get("writes", {}).get("runs", {})
+    if writes:
+        slow = {
+            k: figures(writes[f"{k} x5"]["flagadmin"], "one connection")["p50"]
+            for k in EVENT_WRITES
+            if f"{k} x5" in writes
+        }
+        if slow:
+            out.append(
+                (
+                    "writes with 5 matching integrations: p50 under 5 ms (one connection)",
+                    all(v < 5 for v in slow.values()),
+                    ", ".join(f"{k} {v:.2f} ms" for k, v in slow.items()),
+                )
+            )
+        for kind, rate in WRITE_RATES.items():
+            if f"{kind} x0" not in writes or f"{kind} x5" not in writes:
+                continue  # not measured in this run (--write-kinds, --integrations)
+            zero = figures(writes[f"{kind} x0"]["flagadmin"], "load")["rps"]
+            five = figures(writes[f"{kind} x5"]["flagadmin"], "load")["rps"]
+            out.append(
+                (
+                    f"{kind}: at least {rate:,}/s, and with 5 matching integrations 0.8 of that",
+                    zero >= rate and five >= 0.8 * zero,
+                    f"{zero:,.0f}/s, with 5: {five:,.0f}/s ({five / zero:.2f})",
+                )
+            )
+        for kind in WRITE_RATES:
+            ref = writes.get(f"{kind} x0", {}).get("reference")
+            if not ref:
+                continue
+            zero = figures(writes[f"{kind} x0"]["flagadmin"], "load")["rps"]
+            theirs = figures(ref, "load")["rps"]
+            more = []
+            for n in (1, 5):
+                with_n = writes.get(f"{kind} x{n}", {}).get("reference")
+                if with_n:
+                    more.append(f"with {n}: {figures(with_n, 'load')['rps'] / theirs:.2f} of that")
+            out.append(
+                (
+                    f"{kind}: ten times the reference server measured the same way, in the same run",
+                    zero >= 10 * theirs,
+                    f"{zero / theirs:.1f}x: {zero:,.0f}/s against {theirs:,.1f}/s"
+                    + (f" (the reference {', '.join(more)})" if more else ""),
+                )
+            )
+        before = results.get("run_py_4_5")
+        if "scim-token x0" in writes:
+            token = figures(writes["scim-token x0"]["flagadmin"], "load")
+            out.append(
+                (
+                    "SCIM token generation p99 no worse than today (run.py's 4.5 in the same folder)",
+                    None if before is None else token["p99"] <= before["p99"] * 1.1,
+                    f"p99 {token['p99']:.2f} ms at {token['rps']:,.0f}/s"
+                    + (
+                        ""
+                        if before is None
+                        else f"; run.py's 4.5 of {before['date']} (code {before['code_digest']}): p99 "
+                        f"{before['p99']:.2f} ms at {before['rps']:,.0f}/s, 10 % allowed for noise"
+                    ),
+                )
+            )
+    return out
+
+
+def markdown(results: dict) -> str:
+    """The whole report."""
+    lines = _head(results) + _reads(results) + _mixed(results) + _after_write(results) + _writes(results)
+    found = verdicts(results)
+    if found:
+        lines += ["", "## Targets of issue 13", ""]
+        for target, ok, why in found:
+            state = "measured" if ok is None else "met" if ok else "**MISSED**"
+            lines.append(f"- {state}: {target} ({why})")
+    return "\n".join(lines) + "\n"
