@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import engine
-from .engine import Conflict, Connection, NotADatabase, StoreError, Unavailable
+from .engine import Connection
+from .errors import Conflict, NotADatabase, StoreError, Unavailable
 
 __all__ = [
     "Conflict",

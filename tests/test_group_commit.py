@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from flagadmin.store import connect
-from flagadmin.store.engine import Unavailable, WalSync
+from flagadmin.store.errors import Unavailable
+from flagadmin.store.group_commit import WalSync
 
 
 @pytest.fixture()
