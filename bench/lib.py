@@ -498,18 +498,21 @@ NOT_SOURCE = (
 )
 
 
-def add_common_options(parser, *, db: bool = True, rounds: int | None = 3, seconds: int | None = 10) -> None:
+def add_common_options(
+    parser, *, db: bool = True, rounds: int | None = 3, seconds: int | None = 10, tree: bool = True
+) -> None:
     """Add the options every case shares: ``--out`` (default bench/out), ``--tree`` (the
     flagadmin tree measured, default this checkout), ``--quick`` (a check of the case in about
     a minute), and where they make sense ``--db``, ``--rounds`` and ``--seconds`` (alias
     ``--duration``, seconds of load per measurement)."""
     parser.add_argument("--out", type=Path, default=OUT, help="folder of the results (default bench/out)")
-    parser.add_argument(
-        "--tree",
-        type=Path,
-        default=None,
-        help="the flagadmin tree to measure, e.g. a git worktree of another commit (default: this checkout)",
-    )
+    if tree:
+        parser.add_argument(
+            "--tree",
+            type=Path,
+            default=None,
+            help="the flagadmin tree to measure, e.g. a git worktree of another commit (default: this one)",
+        )
     parser.add_argument("--quick", action="store_true", help="a short check of the case itself")
     if db:
         parser.add_argument(

@@ -1,6 +1,7 @@
-"""The one-file build against the package install: size, start time and throughput (issue 11).
+"""binary: the one-file build against the package install (its ceiling): size, start time and
+throughput.
 
-``python bench/binary.py`` (after ``packaging/build``) measures, in one run:
+``python -m bench binary`` (after ``packaging/build``) measures, in one run:
 
 1. **Size** of ``dist/flagadmin`` and ``dist/flagadmin.pyz``, in bytes. Target: the binary
    under 40 MB (40,000,000 bytes).
@@ -19,11 +20,12 @@
    one thread and ``--connections`` connections on core 1, the server (``--threads``) on core
    0, binary and package alternating for ``--rounds`` rounds of ``--duration`` seconds, each
    on a fresh server after a few warm-up requests; medians compared. Target: the binary
-   within 10 % of the package.
+   within 10 % of the package (the ceiling here is the package, measured in the same run).
 
 It also checks after every stop of the binary that its extraction folder is gone.
-Figures go to ``OUT/binary.json`` and ``OUT/binary.md`` (default ``bench/out``). A quick check:
-``python bench/binary.py --duration 2 --rounds 1 --starts 2``.
+Figures go to ``<out>/binary.json`` and ``<out>/binary.md`` (default ``bench/out``). A quick check:
+``python -m bench binary --quick`` (2 s of wrk, one round, two starts). It measures the builds in
+``dist/``, not a tree: it takes no ``--tree``.
 """
 
 from __future__ import annotations
@@ -37,16 +39,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
-import loadgen
-import procs
+from bench import lib
 
-BENCH = Path(__file__).resolve().parent
-REPOSITORY = BENCH.parent
+REPOSITORY = lib.REPO
 SIZE_TARGET = 40_000_000
 READY_TARGET_S = 2.0
 THROUGHPUT_TARGET = 0.90
@@ -92,7 +91,7 @@ def interpreter_files(python: str) -> list[Path]:
 
 def health_ok(port: int) -> bool:
     """True when ``GET /health`` answers 200 right now."""
-    conn = http.client.HTTPConnection(procs.HOST, port, timeout=1)
+    conn = http.client.HTTPConnection(lib.HOST, port, timeout=1)
     try:
         conn.request("GET", "/health")
         return conn.getresponse().status == 200
@@ -158,7 +157,7 @@ def time_to_first_answer(programs: Programs, name: str, template: Path, cold: bo
         if name == "zipapp":
             shutil.rmtree(programs.shiv_root, ignore_errors=True)
         drop_from_page_cache(programs.cold_files[name])
-    port = procs.free_port()
+    port = lib.free_port()
     log = (programs.work / "starts.log").open("ab")
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -186,15 +185,15 @@ def throughput(programs: Programs, name: str, template: Path, admin: str, wrk: s
     """wrk figures of ui-config on a fresh server of program ``name`` (pinned to core 0)."""
     db = programs.work / f"load-{secrets.token_hex(4)}.db"
     shutil.copyfile(template, db)
-    port = procs.free_port()
+    port = lib.free_port()
     env = programs.env(name)
     os.environ.update(TMPDIR=env["TMPDIR"], SHIV_ROOT=env["SHIV_ROOT"])
-    with procs.Server(programs.command(name, db, port), port, programs.work / "servers.log") as server:
+    with lib.Server(programs.command(name, db, port), port, programs.work / "servers.log") as server:
         for _ in range(3):
-            status, body, _ = procs.fetch(server.port, UI_CONFIG, auth=admin)
+            status, body, _ = lib.fetch(server.port, UI_CONFIG, auth=admin)
             if status != 200:
                 raise RuntimeError(f"{name}: ui-config answered {status}: {body[:200]!r}")
-        return loadgen.run_wrk(
+        return lib.run_wrk(
             wrk,
             server.port,
             [UI_CONFIG],
@@ -237,7 +236,7 @@ def report(results: dict) -> str:
     lines = [
         "# The one-file build against the package install",
         "",
-        f"Command: `{results['command']}`; {results['machine']}.",
+        f"Command: `{results['command']}`; {lib.machine_line(results['machine'])}.",
         "",
         "| file | bytes | MB | target |",
         "|---|---|---|---|",
@@ -283,10 +282,11 @@ def report(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+def arguments(argv: list[str]) -> argparse.Namespace:
     """Command-line options (see ``--help``)."""
     build_python = REPOSITORY / "build/venv/bin/python"
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench binary", description=__doc__.split("\n\n")[0])
+    lib.add_common_options(parser, db=False, tree=False)
     parser.add_argument("--binary", type=Path, default=REPOSITORY / "dist/flagadmin")
     parser.add_argument("--pyz", type=Path, default=REPOSITORY / "dist/flagadmin.pyz")
     parser.add_argument(
@@ -300,12 +300,11 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         help="interpreter for the zipapp (default: the base interpreter of --python, no venv)",
     )
     parser.add_argument("--starts", type=int, default=5, help="cold and warm starts per program")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=int, default=10, help="seconds of wrk per round")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=BENCH / "out")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.duration, args.rounds, args.starts = 2, 1, 2
     if args.zipapp_python is None:
         args.zipapp_python = subprocess.run(
             [args.python, "-c", "import sys; print(sys._base_executable)"],
@@ -319,10 +318,10 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Measure, print the Markdown report and write OUT/binary.json and OUT/binary.md."""
+def main(argv: list[str]) -> None:
+    """Measure, print the Markdown report and write ``<out>/binary.{json,md}``."""
     args = arguments(argv)
-    wrk = loadgen.ensure_wrk()
+    wrk = lib.ensure_wrk()
     admin = "*:*." + secrets.token_hex(32)
     args.out.mkdir(parents=True, exist_ok=True)
     shm = Path("/dev/shm")
@@ -349,8 +348,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"ui-config {name}: {figures['rps']:.0f} req/s", flush=True)
         shutil.copy(work / "wrk.log", args.out / "binary-wrk.log")
     results = {
-        "command": " ".join(["python", "bench/binary.py", *(argv or sys.argv[1:])]),
-        "machine": f"{os.cpu_count()} cores, Python {sysconfig.get_python_version()}",
+        "command": lib.command_line(),
+        "machine": {**lib.machine(), "wrk": lib.wrk_version(wrk)},
         "size": {"binary": args.binary.stat().st_size, "zipapp": args.pyz.stat().st_size},
         "starts": starts,
         "duration": args.duration,
@@ -368,11 +367,4 @@ def main(argv: list[str] | None = None) -> None:
     results["throughput_ratio"] = (
         results["throughput"]["binary"]["rps"]["median"] / results["throughput"]["package"]["rps"]["median"]
     )
-    (args.out / "binary.json").write_text(json.dumps(results, indent=2) + "\n")
-    text = report(results)
-    (args.out / "binary.md").write_text(text)
-    print(text)
-
-
-if __name__ == "__main__":
-    main()
+    lib.write_results(args.out, "binary", results, report(results))

@@ -1,11 +1,13 @@
-"""Webhook delivery (issue 8): a burst of changes through a real ``flagadmin serve``, without and
-then with matching webhook integrations, to a local receiver.
+"""deliveries: webhook deliveries under a burst or steady traffic of changes, against the same
+traffic with no webhook configured (the ceiling: a change's latency with deliveries on must stay
+within 1.2x of its latency without them).
 
 Usage (from the repository root)::
 
-    python bench/deliveries.py                          # 10,000 changes, 5 integrations
-    python bench/deliveries.py --changes 300 --quick    # a quick check
-    python bench/deliveries.py --db postgresql://postgres@/flagadmin_bench?host=/run/postgresql \
+    python -m bench deliveries                          # 10,000 changes, 5 integrations
+    python -m bench deliveries --quick                  # 300 changes, one round
+    python -m bench deliveries --kind flag --rate 50 --changes 1500 --rounds 1   # steady traffic
+    python -m bench deliveries --db postgresql://postgres@/flagadmin_bench?host=/run/postgresql \
         --processes 2 --quick                           # on PostgreSQL, two serve processes
 
 For each mode (``without``: no integration handles the changes; ``with``: ``--integrations``
@@ -21,14 +23,14 @@ second in all, for ``--changes / --rate`` seconds, while the pager goes on (a re
 ms or so: never a pause of 50 ms). The report then also gives the deliveries made *during* the
 traffic, per second, against the rate they are needed at (changes a second times
 ``--integrations``): a server that is idle most of the time should keep up. E.g.
-``python bench/deliveries.py --kind flag --rate 50 --changes 1500 --rounds 1``.
+the third command above: whether deliveries keep up with steady traffic.
 
 The change is a parameter (``--kind``): ``flag`` creates a flag (``POST
 /api/admin/projects/default/features``, event ``feature-created``), ``addon`` replaces the
 description of a disabled webhook configuration (``PUT /api/admin/addons/{id}``, event
 ``addon-config-updated``); ``auto`` takes ``flag`` when the server has the route.
 
-Engines (issue 12): by default each mode runs on a copy of a SQLite file. ``--db`` with a
+Engines: by default each mode runs on a copy of a SQLite file. ``--db`` with a
 PostgreSQL URL runs them on that server instead: the URL's user must be allowed to create
 databases; the bench makes ``<name>_template`` (the demo data), then ``<name>_without`` and
 ``<name>_with`` from it for each mode (``<name>``: the URL's database). ``--processes 2``
@@ -42,8 +44,7 @@ with other work; the report gives each round and the median of the p50 ratios. R
 mode: the change's latency (p50/p95/p99), the ratio of the p50s (target: within 1.2),
 deliveries per second (attempts recorded / time from the first change to the last
 delivery), the time from the start of the burst to the last delivery and from its end, the
-paging latency during the burst and its page errors. Prints Markdown; writes
-``--out``/deliveries.json.
+paging latency during the burst and its page errors. Writes ``<out>/deliveries.{json,md}``.
 """
 
 from __future__ import annotations
@@ -51,57 +52,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
-import json
 import os
 import random
 import shutil
 import statistics
 import subprocess
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-
-from procs import HOST, Server, flagadmin_command, free_port  # noqa: E402
-
-from flagadmin.seed_documents import demo_files, load_files  # noqa: E402
-from flagadmin.spec import EVENT_TYPES  # noqa: E402
-from flagadmin.store import connect, is_postgresql, schema, tokens  # noqa: E402
-from flagadmin.store import integrations as store_integrations  # noqa: E402
-from flagadmin.timestamps import parse_rfc3339  # noqa: E402
+from bench import lib
+from flagadmin.seed.documents import demo_files, load_files
+from flagadmin.spec import EVENT_TYPES
+from flagadmin.store import connect, is_postgresql, schema, tokens
+from flagadmin.store import integrations as store_integrations
+from flagadmin.timestamps import parse_rfc3339
 
 EVENT_OF_KIND = {"flag": "feature-created", "addon": "addon-config-updated"}
-
-
-# --- the receiver (a process of its own) ------------------------------------------------------
-
-
-class _Ok(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-
-def serve_receiver(port: int) -> None:
-    """Answer every POST with 200 at once (``--receiver PORT``)."""
-    server = ThreadingHTTPServer((HOST, port), _Ok)
-    server.daemon_threads = True
-    server.request_queue_size = 256
-    server.serve_forever()
 
 
 # --- set-up ---------------------------------------------------------------------------------
@@ -190,7 +159,7 @@ def add_webhooks(db: Path | str, receiver: int, count: int) -> list[int]:
                 "description": f"bench receiver {n}",
                 "enabled": True,
                 "events": list(EVENT_TYPES),
-                "parameters": {"url": f"http://{HOST}:{receiver}/hook/{n}"},
+                "parameters": {"url": f"http://{lib.HOST}:{receiver}/hook/{n}"},
             }
             ids.append(store_integrations.insert(conn, config, created_at="2026-01-01T00:00:00.000Z"))
     return ids
@@ -211,7 +180,7 @@ def request(conn: http.client.HTTPConnection, method: str, path: str, token: str
 def pick_kind(port: int, token: str, kind: str) -> str:
     if kind != "auto":
         return kind
-    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    conn = http.client.HTTPConnection(lib.HOST, port, timeout=30)
     try:
         conn.request("GET", "/docs/openapi.json")
         paths = orjson.loads(conn.getresponse().read())["paths"]
@@ -222,9 +191,9 @@ def pick_kind(port: int, token: str, kind: str) -> str:
 
 def disabled_config(port: int, token: str, receiver: int) -> int:
     """A disabled webhook configuration whose description the ``addon`` kind replaces."""
-    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    conn = http.client.HTTPConnection(lib.HOST, port, timeout=30)
     try:
-        body = addon_body(receiver, "bench target")
+        body = lib.addon_body(receiver, "bench target")
         conn.request(
             "POST",
             "/api/admin/addons",
@@ -234,26 +203,6 @@ def disabled_config(port: int, token: str, receiver: int) -> int:
         return orjson.loads(conn.getresponse().read())["id"]
     finally:
         conn.close()
-
-
-def addon_body(
-    receiver: int,
-    description: str,
-    *,
-    enabled: bool = False,
-    events: list[str] | None = None,
-    path: str = "/target",
-) -> dict:
-    """The body of a webhook configuration (``addonCreateUpdateSchema``, the reference server's
-    shape, which flagadmin takes too) delivering to ``receiver`` on this machine at ``path``,
-    taking ``events`` (default: ``feature-created`` only)."""
-    return {
-        "provider": "webhook",
-        "enabled": enabled,
-        "description": description,
-        "parameters": {"url": f"http://{HOST}:{receiver}{path}"},
-        "events": events or ["feature-created"],
-    }
 
 
 # --- one mode -------------------------------------------------------------------------------
@@ -280,7 +229,7 @@ def burst(
     begun = time.perf_counter()
 
     def client(port: int) -> None:
-        conn = http.client.HTTPConnection(HOST, port, timeout=60)
+        conn = http.client.HTTPConnection(lib.HOST, port, timeout=60)
         try:
             while True:
                 with lock:
@@ -294,7 +243,7 @@ def burst(
                     body = {"name": f"bench-{run}-{n}", "type": "release"}
                 else:
                     method, path = "PUT", f"/api/admin/addons/{target}"
-                    body = addon_body(receiver, f"burst {run} change {n}")
+                    body = lib.addon_body(receiver, f"burst {run} change {n}")
                 started = time.perf_counter()
                 status = request(conn, method, path, token, body)
                 elapsed = time.perf_counter() - started
@@ -314,7 +263,7 @@ def burst(
 
 def pager(port: int, token: str, integration: int, stop: threading.Event, found: dict) -> None:
     """Page the 4.1 log of ``integration`` until ``stop``; record latencies and bad pages."""
-    conn = http.client.HTTPConnection(HOST, port, timeout=60)
+    conn = http.client.HTTPConnection(lib.HOST, port, timeout=60)
     rng = random.Random(8)
     try:
         while not stop.is_set():
@@ -353,35 +302,18 @@ def outbox(db: Path | str) -> dict:
         )
 
 
-def summary(values: list[float]) -> dict:
-    if not values:
-        return {"n": 0}
-    ordered = sorted(values)
-
-    def at(p: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000, 2)
-
-    return {
-        "n": len(values),
-        "p50": at(50),
-        "p95": at(95),
-        "p99": at(99),
-        "mean": round(statistics.mean(values) * 1000, 2),
-    }
-
-
 def run_mode(mode: str, args, work: Path, base: Path | str, token: str, receiver: int) -> dict:
     db = fresh_database(args, work, base, mode)
     webhooks = add_webhooks(db, receiver, args.integrations) if mode == "with" else []
-    ports = [free_port() for _ in range(args.processes)]
+    ports = [lib.free_port() for _ in range(args.processes)]
     with contextlib.ExitStack() as servers:
         for n, port in enumerate(ports):
             command = [
-                *flagadmin_command(db, port, args.threads),
+                *lib.flagadmin_command(db, port, args.threads),
                 "--delivery-workers",
                 str(args.delivery_workers),
             ]
-            servers.enter_context(Server(command, port, work / "servers.log", cpu=str(n % 2)))
+            servers.enter_context(lib.Server(command, port, work / "servers.log", cpu=str(n % 2)))
         port = ports[0]
         kind = pick_kind(port, token, args.kind)
         target = disabled_config(port, token, receiver) if kind == "addon" else 0
@@ -413,8 +345,8 @@ def run_mode(mode: str, args, work: Path, base: Path | str, token: str, receiver
         "statuses": statuses,
         "burst_s": round(burst_s, 2),
         "changes_per_s": round(args.changes / burst_s, 1),
-        "latency_ms": summary(latencies),
-        "paging_ms": summary(paging["latencies"]),
+        "latency_ms": lib.summary(latencies),
+        "paging_ms": lib.summary(paging["latencies"]),
         "paging_pages": paging["pages"],
         "paging_errors": paging["errors"],
     }
@@ -471,9 +403,12 @@ def report(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    """Run the case (see the module's docstring); write ``<out>/deliveries.{json,md}``."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m bench deliveries",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--changes", type=int, default=10_000)
     parser.add_argument("--integrations", type=int, default=5)
@@ -487,34 +422,28 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="waitress threads")
     parser.add_argument("--delivery-workers", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=900, help="seconds to wait for the outbox to empty")
-    parser.add_argument("--work", type=Path, default=BENCH / "data" / "deliveries")
-    parser.add_argument("--out", type=Path, default=BENCH / "out")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of without-then-with")
-    parser.add_argument("--quick", action="store_true", help="--changes 300 --rounds 1 (a few seconds)")
+    parser.add_argument("--work", type=Path, default=lib.DATA / "deliveries")
+    lib.add_common_options(parser, db=False, seconds=None)
     parser.add_argument(
         "--db",
         help="a postgresql:// URL: run on that server (databases <name>_template, _without, _with)",
     )
     parser.add_argument("--processes", type=int, default=1, help="flagadmin serve processes (1 or 2)")
-    parser.add_argument("--receiver", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.receiver:
-        serve_receiver(args.receiver)
-        return
+    args = parser.parse_args(argv)
     if args.rate is not None and not args.rate > 0:
         parser.error("--rate takes a number of changes per second above 0")
     if args.quick:
         args.changes, args.rounds = min(args.changes, 300), 1
+    tree = lib.measured_tree(args)
     args.work.mkdir(parents=True, exist_ok=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     if args.db is not None and not is_postgresql(args.db):
         parser.error("--db takes a postgresql:// URL (without it, the bench runs on SQLite files)")
     base, token = template(args.work, args.db)
-    receiver_port = free_port()
+    receiver_port = lib.free_port()
     receiver = subprocess.Popen(
-        ["taskset", "-c", "1", sys.executable, __file__, "--receiver", str(receiver_port)],
+        ["taskset", "-c", lib.WRK_CPU, *lib.receiver_command(receiver_port)],
     )
-    os.environ["FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS"] = HOST
+    os.environ["FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS"] = lib.HOST
     rounds: list[list[dict]] = []
     try:
         for _ in range(args.rounds):
@@ -528,9 +457,6 @@ def main() -> None:
     if len(rounds) > 1:
         ratios = sorted(pair[1]["latency_ms"]["p50"] / pair[0]["latency_ms"]["p50"] for pair in rounds)
         text += f"\n\nMedian of the {len(rounds)} rounds' p50 ratios: **{statistics.median(ratios):.2f}x**"
-    print(text)
-    (args.out / "deliveries.json").write_text(json.dumps(rounds, indent=2))
-
-
-if __name__ == "__main__":
-    main()
+    results = {**tree, "command": lib.command_line(), "machine": lib.machine(), "rounds": rounds}
+    head = f"# deliveries\n\n`{results['command']}`\n\n{lib.machine_line(results['machine'])}\n\n"
+    lib.write_results(args.out, "deliveries", results, head + text + "\n")

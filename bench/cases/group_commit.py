@@ -1,13 +1,15 @@
-"""SQLite's group commit (store/engine.py's WalSync, issue 13) against one fsync per commit.
+"""group-commit: SQLite commits a second with group commit (``flagadmin.store.group_commit``'s
+WalSync) against its ceiling-free baseline, one fsync per commit (``synchronous=FULL``).
 
-    python bench/group_commit.py [--threads 8] [--commits 300] [--rounds 3] [--cpu 0]
+    python -m bench group-commit [--threads 8] [--commits 300] [--rounds 3] [--cpu 0] [--quick]
 
-Writers (threads of one process pinned to one CPU, as `serve` runs under the traffic bench)
-commit small transactions (one 500-byte row each) as fast as they can into a fresh database
-in a temporary folder: first with group commit (the default), then with ``synchronous=FULL``
-(``connect(..., group_commit=False)``), alternating, ``--rounds`` times. Prints commits per
+Writers (threads of one process pinned to one CPU, as ``serve`` runs under the other cases)
+commit small transactions (one 500-byte row each) as fast as they can into a fresh database in
+a temporary folder: first with group commit (the default), then with ``synchronous=FULL``
+(``connect(..., group_commit=False)``), alternating, ``--rounds`` times. Reports commits per
 second of each mode, the fdatasync calls of the group mode, and the ratio of the medians.
-Every commit of both modes is on disk when its ``write()`` returns.
+Every commit of both modes is on disk when its ``write()`` returns. No server, no wrk: the
+figure is the store's alone. Results: ``<out>/group-commit.{json,md}``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ import threading
 import time
 from pathlib import Path
 
-from flagadmin.store import schema
-from flagadmin.store.engine import WalSync, connect
+from bench import lib
+from flagadmin.store import connect, schema
+
+try:
+    from flagadmin.store.group_commit import WalSync
+except ImportError:  # a tree from before store/engine.py was split (compare --tree)
+    from flagadmin.store.engine import WalSync
 
 
 def run(path: str, threads: int, commits: int, group_commit: bool) -> tuple[float, int]:
@@ -52,14 +59,18 @@ def run(path: str, threads: int, commits: int, group_commit: bool) -> tuple[floa
     return threads * commits / elapsed, sync.syncs - syncs_before
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str]) -> None:
+    """Run the case (see the module's docstring)."""
+    p = argparse.ArgumentParser(prog="python -m bench group-commit", description=__doc__.splitlines()[0])
+    lib.add_common_options(p, db=False, seconds=None)
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--commits", type=int, default=300, help="commits per thread per measurement")
-    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--cpu", type=int, default=0, help="the CPU the writers run on (-1: any)")
     p.add_argument("--dir", default=None, help="folder of the temporary database (default: the system's)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.commits, args.rounds = 100, 1
+    tree = lib.measured_tree(args)
     if args.cpu >= 0:
         os.sched_setaffinity(0, {args.cpu})
     with tempfile.TemporaryDirectory(prefix="flagadmin-group-commit-", dir=args.dir) as folder:
@@ -75,12 +86,20 @@ def main(argv: list[str] | None = None) -> None:
                 extra = f", {syncs} fdatasync calls" if group else ""
                 print(f"round {r}: {label:17} {rate:9,.0f} commits/s{extra}", flush=True)
     group, full = (statistics.median(figures[k]) for k in ("group commit", "synchronous=FULL"))
-    print(
-        f"median: group commit {group:,.0f} commits/s, synchronous=FULL {full:,.0f} commits/s;"
+    results = {
+        **tree,
+        "command": lib.command_line(),
+        "machine": lib.machine(),
+        "rounds": figures,
+        "group_commits_per_s": group,
+        "full_commits_per_s": full,
+        "ratio": group / full,
+    }
+    text = (
+        f"# group-commit\n\n`{results['command']}`\n\n{lib.machine_line(results['machine'])}\n\n"
+        f"Median: group commit {group:,.0f} commits/s, synchronous=FULL {full:,.0f} commits/s;"
         f" ratio {group / full:.2f} ({args.threads} threads on "
-        f"{'CPU ' + str(args.cpu) if args.cpu >= 0 else 'any CPU'}, {args.commits} commits each)"
+        f"{'CPU ' + str(args.cpu) if args.cpu >= 0 else 'any CPU'}, {args.commits} commits each,"
+        f" {args.rounds} rounds)\n"
     )
-
-
-if __name__ == "__main__":
-    main()
+    lib.write_results(args.out, "group-commit", results, text)

@@ -1,4 +1,4 @@
-"""Benchmark of the SCIM service provider (issue 9): time and SQL statements of
+"""scim: the SCIM service provider in process: time and SQL statements of
 
 1. ``GET /scim/v2/Users?filter=userName eq "..."`` with ``--users`` users in the database
    (an identity provider's existence check before every create);
@@ -11,14 +11,18 @@
 
 Requests go through the Flask test client of one app (no network: what is measured is the
 app and SQLite). Times are the median of ``--repeats`` runs after one warm-up. Statements are
-counted on a freshly created app, traced as ``bench/checks.py`` does; the tracer repeats a
+counted on a freshly created app, traced as the reads case counts 4.2's; the tracer repeats a
 statement for each trigger step it runs, and those repeats are counted apart. The database is
 built with bulk SQL (store functions) in a temporary folder, or at ``--db``.
 
+The ceilings are structural rather than timed: a PATCH of N members in one operation must not
+cost N times the statements of one member, and the dashboard's statement count must not grow
+with the group size. Results: ``<out>/scim.{json,md}``.
+
 Usage (from the repository root)::
 
-    .venv/bin/python bench/scim.py                       # reference size: 10,000 users
-    .venv/bin/python bench/scim.py --users 2000 --members 200 --group-size 2000 --repeats 3
+    python -m bench scim                       # reference size: 10,000 users
+    python -m bench scim --quick               # 2,000 users, a PATCH of 200, a group of 2,000
 """
 
 from __future__ import annotations
@@ -26,12 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench import lib
 from flagadmin.app import create_app
 from flagadmin.config import settings_from_env
 from flagadmin.store import connect, schema, scim_tokens, tokens
@@ -252,10 +256,14 @@ def measure(args: argparse.Namespace, db_path: Path) -> dict:
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str]) -> None:
+    """Run the case (see the module's docstring); exit 1 when the dashboard's counts differ."""
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+        prog="python -m bench scim",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawTextHelpFormatter,
     )
+    lib.add_common_options(parser, db=False, rounds=None, seconds=None)
     parser.add_argument("--users", type=int, default=10_000, help="users in the database (default 10000)")
     parser.add_argument("--members", type=int, default=1_000, help="members one PATCH adds (default 1000)")
     parser.add_argument(
@@ -263,16 +271,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per case (default 5)")
     parser.add_argument("--db", help="database file to build (default: a temporary folder)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.users, args.members, args.group_size, args.repeats = 2000, 200, 2000, 3
     if args.members > args.users or args.group_size > args.users:
         parser.error("--members and --group-size must not exceed --users")
-    results = run(args)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
-    print(f"SCIM bench: {args.users} users, PATCH of {args.members} members, group of {args.group_size}")
-    print(f"  database built in {results['build_s']:.1f} s")
+    tree = lib.measured_tree(args)
+    results = {**tree, "command": lib.command_line(), "machine": lib.machine(), **run(args)}
+    lines = [
+        "# scim",
+        "",
+        f"`{results['command']}`",
+        "",
+        lib.machine_line(results["machine"]),
+        "",
+        f"{args.users} users, PATCH of {args.members} members, group of {args.group_size};"
+        f" database built in {results['build_s']:.1f} s",
+        "",
+    ]
     for key, label in (
         ("filter_users", "GET /Users?filter=userName eq"),
         ("patch_add_members", f"PATCH /Groups/id adding {args.members}"),
@@ -281,18 +297,16 @@ def main(argv: list[str] | None = None) -> int:
         ("read_group_without_members", "GET /Groups/id?excludedAttributes=members"),
     ):
         case = results[key]
-        print(
-            f"  {label:<48} {case['median_ms']:8.1f} ms median   {case['statements']:3d} statements"
-            f" (+{case['trigger_statements']} in triggers)   status {case['status']}"
+        lines.append(
+            f"- {label}: {case['median_ms']:.1f} ms median, {case['statements']} statements"
+            f" (+{case['trigger_statements']} in triggers), status {case['status']}"
         )
     counts = results["dashboard_statements"]
-    print(
-        f"  4.2 of a user with group-granted roles: {counts['group_size']['statements']} statements "
+    lines.append(
+        f"- 4.2 of a user with group-granted roles: {counts['group_size']['statements']} statements "
         f"(group of {args.group_size}) / {counts['tenth']['statements']} (a tenth): "
         + ("equal" if results["dashboard_statements_equal"] else "NOT EQUAL")
     )
-    return 0 if results["dashboard_statements_equal"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    lib.write_results(args.out, "scim", results, "\n".join(lines) + "\n")
+    if not results["dashboard_statements_equal"]:
+        raise SystemExit(1)
