@@ -622,7 +622,7 @@ def machine() -> dict:
         if line.startswith("MemTotal")
     )
     return {
-        "nproc": _output(["nproc"]).strip(),
+        "nproc": str(os.cpu_count()),  # the machine's, whatever this process is pinned to
         "cpu": model,
         "memory_gib": round(mem_kb / 2**20, 1),
         "kernel": platform.release(),
@@ -695,8 +695,9 @@ def ensure_database(db: Path, scale: float, regenerate: bool = False) -> dict:
 
 # --- two trees in alternated pairs ---------------------------------------------------------------
 
-#: The figures :func:`compare_trees` compares (the last part of their key in the results).
-HEADLINE = ("rps", "p50_us", "p99_us", "cpu_us", "per_s", "commits_per_s", "ms", "p50", "p99")
+#: The figures :func:`compare_trees` compares: the last part of their key in the results ends
+#: with one of these (req/s, latency percentiles, server CPU per request, rates a second).
+HEADLINE = ("rps", "p50_us", "p99_us", "cpu_us", "per_s", "p50", "p99", "median_ms")
 
 
 def flatten(value, prefix: str = "") -> dict[str, float]:
@@ -743,7 +744,7 @@ def compare_trees(case: str, case_args: list[str], other: Path, pairs: int, out:
     keys = sorted(
         k
         for k in set(found["this"][0]) & set(found["other"][0])
-        if k.rsplit(".", 1)[-1] in HEADLINE and all(k in f for f in found["this"] + found["other"])
+        if k.rsplit(".", 1)[-1].endswith(HEADLINE) and all(k in f for f in found["this"] + found["other"])
     )
     lines = [
         f"# {case}: this checkout against {trees['other']}",

@@ -64,11 +64,15 @@ from pathlib import Path
 import orjson
 
 from bench import lib
-from flagadmin.seed.documents import demo_files, load_files
 from flagadmin.spec import EVENT_TYPES
 from flagadmin.store import connect, is_postgresql, schema, tokens
 from flagadmin.store import integrations as store_integrations
 from flagadmin.timestamps import parse_rfc3339
+
+try:
+    from flagadmin.seed.documents import demo_files, load_files
+except ImportError:  # a tree from before the seed documents moved into seed/ (compare --tree)
+    from flagadmin.seed_documents import demo_files, load_files
 
 EVENT_OF_KIND = {"flag": "feature-created", "addon": "addon-config-updated"}
 

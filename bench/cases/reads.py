@@ -135,6 +135,7 @@ class Bench:
         first_s = lib.fetch(server.port, case.path, case.method, auth)[2]
         for _ in range(0 if case.name == "4.4" else 2):
             lib.fetch(server.port, case.path, case.method, auth)
+        cpu_before = server.cpu_seconds()
         figures = lib.run_wrk(
             self.wrk,
             server.port,
@@ -146,6 +147,8 @@ class Bench:
             timeout=self.args.timeout,
             log=self.wrk_log,
         )
+        # the server's CPU (every thread, user + system) per request, µs, warm-up excluded
+        figures["cpu_us"] = (server.cpu_seconds() - cpu_before) / max(1, figures["requests"]) * 1e6
         figures["peak_rss_kb"] = server.memory()["VmHWM"]
         figures["first_ms"] = first_s * 1000
         if figures["status"]:
@@ -411,6 +414,7 @@ def medians(runs: list[dict]) -> dict:
         "peak_mib": max(r["peak_rss_kb"] for r in runs) / 1024,
         "errors": sum(r["errors"] for r in runs),
         "first_ms": statistics.median(r["first_ms"] for r in runs),
+        "cpu_us": statistics.median(r.get("cpu_us", 0) for r in runs),
     }
 
 
@@ -493,6 +497,7 @@ def markdown(results: dict) -> str:
                 f"{results['body_bytes'][c['name']]:,}",
                 f"{f['peak_mib']:.0f}",
                 f"{f['first_ms']:.1f}",
+                f"{f['cpu_us']:.0f}",
                 f["errors"],
             ]
         )
@@ -507,6 +512,7 @@ def markdown(results: dict) -> str:
             "body bytes",
             "peak RSS MiB",
             "first ms",
+            "server CPU µs/req",
             "errors",
         ],
         rows,
@@ -514,7 +520,8 @@ def markdown(results: dict) -> str:
     lines += [
         "",
         "first ms: the first request on a freshly started server (nothing cached, no connection "
-        "open), median over rounds; errors: connect, read, write, non-2xx and timeouts, all rounds.",
+        "open), median over rounds; server CPU: user + system of every thread over the load, per "
+        "request; errors: connect, read, write, non-2xx and timeouts, all rounds.",
     ]
     for name, targets in results["runs"].items():
         for i, r in enumerate(targets["flagadmin"]):

@@ -19,7 +19,8 @@ chosen per request); the report gives flagadmin's figures as ratios to the Flask
   ``writes`` (``lua/writes.lua``: flag create, flag archive, SCIM user create, SCIM group PATCH,
   SCIM token generation), each with 0, 1 and 5 enabled webhook configurations taking every event
   type and delivering to a receiver process, at ``--connections`` and at one connection (the
-  latency of one write with nothing queued before it), with the server's CPU per write.
+  latency of one write with nothing queued before it). Every load records the servers' CPU
+  per request (``cpu_us`` in traffic.json).
 
 A SQLite file is read through before each flagadmin server starts on it (:func:`lib.read_through`):
 this VM drops its page cache within minutes, and a page that is not in it is a disk read.
@@ -287,6 +288,8 @@ class Traffic:
             except BaseException as exc:  # reported below, after the other wrk ended
                 failures.append(exc)
 
+        local = [s for s in servers if isinstance(s, lib.Server)]  # not a running reference
+        cpu_before = sum(s.cpu_seconds() for s in local)
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(servers))]
         for thread in threads:
             thread.start()
@@ -294,11 +297,16 @@ class Traffic:
             thread.join()
         if failures:
             raise failures[0]
+        cpu = sum(s.cpu_seconds() for s in local) - cpu_before
         if len(results) == 1:
-            return results[0]
-        merged = {k: sum(r[k] for r in results) for k in ("requests", "rps", "errors", "status", "bytes")}
-        merged.update({k: max(r[k] for r in results) for k in ("p50_us", "p90_us", "p99_us", "max_us")})
-        merged["per_process_rps"] = [r["rps"] for r in results]
+            merged = results[0]
+        else:
+            merged = {k: sum(r[k] for r in results) for k in ("requests", "rps", "errors", "status", "bytes")}
+            merged.update({k: max(r[k] for r in results) for k in ("p50_us", "p90_us", "p99_us", "max_us")})
+            merged["per_process_rps"] = [r["rps"] for r in results]
+        if local and merged["requests"]:
+            # the servers' CPU (every thread, user + system) per request, µs, warm-up excluded
+            merged["cpu_us"] = cpu / merged["requests"] * 1e6
         return merged
 
     def measure(self, case: Case, setup: Setup, target: str, index: Path | None) -> dict:
