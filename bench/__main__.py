@@ -34,6 +34,8 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("binary", "binary", [], "the one-file build against the package: start-up and throughput"),
     ("data", "data", [], "build the generated database (bench/data/bench.db) and its tokens"),
 ]
+#: Cases that measure no tree (no snapshot, no ``--tree``).
+TREELESS = {"binary", "data"}
 #: Processes the cases start (not listed).
 HIDDEN = {"_ceiling": "serve_ceiling", "_receiver": "serve_receiver"}
 
@@ -88,6 +90,10 @@ def main(argv: list[str]) -> None:
     if found is None:
         sys.exit(f"unknown case {name!r}\n\n{usage()}")
     _, module, prefix, _ = found
+    if name not in TREELESS:
+        from bench import lib
+
+        lib.enter_snapshot(rest)
     importlib.import_module(f"bench.cases.{module}").main([*prefix, *rest])
 
 

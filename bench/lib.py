@@ -41,8 +41,6 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from flagadmin.store import connect, integration_events, schema, tokens
-
 if TYPE_CHECKING:
     from flask import Flask
 
@@ -560,6 +558,25 @@ def snapshot(source: Path, dest: Path) -> Path:
     return dest
 
 
+def enter_snapshot(argv: list[str]) -> None:
+    """Before a case is imported: unless this process already measures a snapshot, copy the tree
+    that ``argv``'s ``--tree`` names (default: this checkout) to ``<--out>/src`` and run the same
+    command again with that copy first on PYTHONPATH (:func:`measured_tree`). Done by
+    ``python -m bench`` before it imports the case, so that the case's own imports of flagadmin
+    are the copy's too; does not return when it runs the command again."""
+    import argparse
+
+    if SNAPSHOT_ENV in os.environ:
+        return
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--tree", type=Path, default=None)
+    parser.add_argument("-h", "--help", action="store_true")
+    known, _ = parser.parse_known_args(argv)
+    if not known.help:
+        measured_tree(known)
+
+
 def measured_tree(args) -> dict:
     """Make this process measure a copy of one version of flagadmin; return ``{"tree",
     "code_digest", "tree_digest_start"}`` for the results.
@@ -791,6 +808,8 @@ def load_postgresql(sqlite_path: Path, url: str) -> dict:
     with COPY, foreign keys and triggers off during the copy (``session_replication_role``),
     then move the identity sequences past the copied ids. Returns rows per table and seconds."""
     import psycopg
+
+    from flagadmin.store import schema  # the measured tree's, imported after the snapshot
 
     started = time.monotonic()
     schema.ensure_schema(url)
@@ -1186,6 +1205,8 @@ def event_rows(n_events: int, n_flags: int, projects: list[str], now, counts: di
     """Integration events, oldest first (ids interleaved across integrations, as deliveries
     append them), over the last 30 days; fills ``counts`` per integration. Each row starts with
     its ``log_key`` (the log number of integration n is n, see ``integration_logs``)."""
+    from flagadmin.store import integration_events  # the measured tree's, imported after the snapshot
+
     start = now - timedelta(days=30)
     step_ms = 30 * 86_400_000 // max(n_events, 1)
     template = dict(EVENT_TEMPLATE)
@@ -1224,6 +1245,8 @@ def event_rows(n_events: int, n_flags: int, projects: list[str], now, counts: di
 
 def build_database(path: Path, scale: float, seed: int = 42) -> dict:
     """Create the database at ``path`` (replacing it) and return what was generated."""
+    from flagadmin.store import connect, schema, tokens  # the measured tree's, imported after the snapshot
+
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1314,6 +1337,8 @@ def ensure_user_tokens(db_path: Path, count: int = USER_TOKENS, seed: int = 42) 
     ...]``. Made once: when that file exists and its first token is in the database, it is
     returned as it is; otherwise new tokens are made and the file is rewritten.
     """
+    from flagadmin.store import connect, tokens  # the measured tree's, imported after the snapshot
+
     path = user_tokens_path(db_path)
     db = connect(db_path)
     try:
