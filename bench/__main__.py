@@ -63,7 +63,7 @@ def compare(argv: list[str]) -> None:
     parser.add_argument("--tree", type=Path, required=True, help="the other flagadmin tree")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=lib.OUT / "compare")
-    parser.add_argument("case", choices=[name for name, *_ in CASES if name != "data"])
+    parser.add_argument("case", choices=[name for name, *_ in CASES if name not in TREELESS])
     args, rest = parser.parse_known_args(argv)
     _, _, prefix, _ = next(c for c in CASES if c[0] == args.case)
     markdown = lib.compare_trees(args.case, [*prefix, *rest], args.tree, args.pairs, args.out)

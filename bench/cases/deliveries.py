@@ -45,6 +45,9 @@ mode: the change's latency (p50/p95/p99), the ratio of the p50s (target: within 
 deliveries per second (attempts recorded / time from the first change to the last
 delivery), the time from the start of the burst to the last delivery and from its end, the
 paging latency during the burst and its page errors. Writes ``<out>/deliveries.{json,md}``.
+
+This module is longer than 400 lines because it holds the set-up of both engines' databases,
+the writers, the pager and the report of one case.
 """
 
 from __future__ import annotations
