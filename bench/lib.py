@@ -1192,7 +1192,7 @@ def integration_rows():
 #: Retention of each generated configuration's log (``integration_options``: events_keep,
 #: events_max_age): every row, for a century. The logs are fixed data spread over the 30 days
 #: before the build; with the instance's defaults (10,000 rows, 30 days), the first sweep of any
-#: server started on the database would delete most of them (procs.RETENTION sets the same for
+#: server started on the database would delete most of them (:data:`RETENTION` sets the same for
 #: the servers the benchmarks start, for databases built before this).
 KEEP_ALL = (1_000_000_000, "P36500D")
 
@@ -1331,7 +1331,7 @@ def meta_path(db_path: Path) -> Path:
     return db_path.with_suffix(".json")
 
 
-#: Personal tokens made for distinct users (bench/traffic.py: 4.2 and token checks in rotation).
+#: Personal tokens made for distinct users (the traffic case: 4.2 and token checks in rotation).
 USER_TOKENS = 1_000
 
 

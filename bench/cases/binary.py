@@ -231,7 +231,7 @@ def summary(values: list[float]) -> dict:
 
 
 def report(results: dict) -> str:
-    """The figures as Markdown, with the issue's targets."""
+    """The figures as Markdown, with the targets."""
     size = results["size"]
     lines = [
         "# The one-file build against the package install",

@@ -90,7 +90,7 @@ SUPPLY_RATE = 4000
 #: Writes of each kind made on a fresh server before the measured runs.
 WRITE_WARM_UP = 50
 SETUP_COLUMNS = ("flagadmin", "flask", "wsgi")
-#: The writes of ``--reference``: the two that issue 13's rates are "ten times the reference
+#: The writes of ``--reference``: the two whose target rates are "ten times the reference
 #: server" of, on paths both servers share (the reference's open-source edition has no SCIM).
 REFERENCE_KINDS = ("flag-create", "flag-archive")
 #: Description of the webhook configurations the runs make on the reference server: a run finds
@@ -355,7 +355,7 @@ def tag() -> str:
 
 
 class Index:
-    """Answers for a keyed ceiling (ceilings.py ``--index``), fetched from flagadmin."""
+    """Answers for a keyed ceiling (:func:`lib.serve_ceiling` ``--index``), fetched from flagadmin."""
 
     def __init__(self, folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
@@ -1286,7 +1286,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="a running reference server (http://127.0.0.1:PORT, started on core 0 with its"
         " database): the writes phase measures its flag creates and archives too, for the ratio"
-        " of issue 13's write rates (ten times the reference's, measured the same way)",
+        " of the target write rates (ten times the reference's, measured the same way)",
     )
     p.add_argument(
         "--reference-token",
@@ -1428,7 +1428,7 @@ def main(argv: list[str]) -> None:
 
 
 def run_py_token_figures(path: Path) -> dict | None:
-    """run.py's 4.5 figures (median p50 and p99 over rounds, ms; its date) from its results
+    """The reads case's 4.5 figures (median p50 and p99 over rounds, ms; its date) from its results
     in the same folder, if any: the "today" of the SCIM token generation target."""
     if not path.exists():
         return None
@@ -1447,7 +1447,7 @@ def run_py_token_figures(path: Path) -> dict | None:
 
 def postgresql_targets(url: str, sqlite_main: Path, install: Path, users: list[dict]) -> dict[str, str]:
     """The PostgreSQL databases of an engines run: ``url`` (loaded from ``sqlite_main`` when it
-    holds no flags, as engines.py does), ``<name>_install`` (created and loaded from the
+    holds no flags, as the reads case does), ``<name>_install`` (created and loaded from the
     install's SQLite file when missing), and the names of their working copies."""
     import psycopg
 
@@ -1480,7 +1480,7 @@ def postgresql_targets(url: str, sqlite_main: Path, install: Path, users: list[d
 #: Write kinds that record an event (SCIM token generation records none: no configuration
 #: can match it, whatever it takes).
 EVENT_WRITES = ("flag-create", "flag-archive", "scim-user-create", "scim-group-patch")
-#: Writes per second at 0 integrations that issue 13 asks for (ten times the reference server).
+#: Writes per second at 0 integrations that the targets ask for (ten times the reference server).
 WRITE_RATES = {"flag-create": 1000, "flag-archive": 1750}
 
 
@@ -1489,7 +1489,7 @@ def median(runs: list[dict], load: str, key: str) -> float:
     return statistics.median(r[load][key] for r in runs)
 
 
-#: The mixed case's windows on one server, as traffic.py names them (results of runs before
+#: The mixed case's windows on one server, as this case names them (results of runs before
 #: the second window have only the first).
 MIX_WINDOWS = ("mixed", "mixed, second window")
 
@@ -1522,7 +1522,7 @@ def _head(results: dict) -> list[str]:
     main, install = results["data"]["main"], results["data"]["install"]
     users = results["users"]
     return [
-        "# flagadmin under real traffic (issue 13)",
+        "# flagadmin under real traffic",
         "",
         f"- Date: {m['date']}; whole run {results['seconds']} s",
         f"- Command: `{results['command']}`",
@@ -1776,7 +1776,7 @@ def _writes(results: dict) -> list[str]:
 
 
 def verdicts(results: dict) -> list[tuple[str, bool | None, str]]:
-    """(target, met or None when not measured, figures) for issue 13's targets; SQLite runs
+    """(target, met or None when not measured, figures) for the real-traffic targets; SQLite runs
     only. The reads and the mixed case are judged when the Flask ceiling ran; the writes
     whenever they ran, and against ``--reference`` when it ran."""
     if results["engines"]:
@@ -1873,13 +1873,13 @@ def verdicts(results: dict) -> list[tuple[str, bool | None, str]]:
             token = figures(writes["scim-token x0"]["flagadmin"], "load")
             out.append(
                 (
-                    "SCIM token generation p99 no worse than today (run.py's 4.5 in the same folder)",
+                    "SCIM token generation p99 no worse than today (the reads case's 4.5 in the same folder)",
                     None if before is None else token["p99"] <= before["p99"] * 1.1,
                     f"p99 {token['p99']:.2f} ms at {token['rps']:,.0f}/s"
                     + (
                         ""
                         if before is None
-                        else f"; run.py's 4.5 of {before['date']} (code {before['code_digest']}): p99 "
+                        else f"; reads' 4.5 of {before['date']} (code {before['code_digest']}): p99 "
                         f"{before['p99']:.2f} ms at {before['rps']:,.0f}/s, 10 % allowed for noise"
                     ),
                 )
@@ -1892,7 +1892,7 @@ def markdown(results: dict) -> str:
     lines = _head(results) + _reads(results) + _mixed(results) + _after_write(results) + _writes(results)
     found = verdicts(results)
     if found:
-        lines += ["", "## Targets of issue 13", ""]
+        lines += ["", "## Targets", ""]
         for target, ok, why in found:
             state = "measured" if ok is None else "met" if ok else "**MISSED**"
             lines.append(f"- {state}: {target} ({why})")

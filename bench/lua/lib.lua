@@ -1,4 +1,4 @@
--- Shared pieces of the wrk scripts of bench/traffic.py (loaded with dofile by each of them).
+-- Shared pieces of the wrk scripts of bench/cases/traffic.py (loaded with dofile by each of them).
 --
 -- Environment read here:
 --   BENCH_PART   "i n": this wrk drives part i (0-based) of n servers (engines: two processes);

@@ -1,4 +1,4 @@
--- wrk script of bench/traffic.py: the mixed case. Reads of the five operations in the
+-- wrk script of bench/cases/traffic.py: the mixed case. Reads of the five operations in the
 -- proportions of an admin UI (bench/README.md says why), one write every BENCH_WRITE_EVERY
 -- requests rotating over a flag update, a SCIM user PATCH and a test delivery (a row of the 4.1
 -- log), every request with Accept-Encoding: gzip (set BENCH_GZIP=1).

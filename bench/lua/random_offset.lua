@@ -1,4 +1,4 @@
--- wrk script of bench/traffic.py: spec 4.1 at a random offset per request over the whole log.
+-- wrk script of bench/cases/traffic.py: spec 4.1 at a random offset per request over the whole log.
 -- Environment: BENCH_AUTH (Authorization), BENCH_INTEGRATION (the configuration's id),
 -- BENCH_EVENTS (events in its log), BENCH_LIMIT (page size, default 50), and lib.lua's
 -- BENCH_SEED, BENCH_PART, BENCH_GZIP. Offsets are uniform over 0 .. events - limit, from a

@@ -1,4 +1,4 @@
--- wrk script of bench/traffic.py: one GET path, the Authorization header rotating over a list of
+-- wrk script of bench/cases/traffic.py: one GET path, the Authorization header rotating over a list of
 -- tokens, one per request (distinct users: spec 4.2, token checks with 4.3).
 -- Environment: BENCH_PATH, BENCH_TOKENS (a file, one token per line), and lib.lua's BENCH_PART
 -- (in rotation each part goes over every token, from its own start; with BENCH_ONCE, each part

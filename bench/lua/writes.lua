@@ -1,4 +1,4 @@
--- wrk script of bench/traffic.py: one kind of write, every request a new change.
+-- wrk script of bench/cases/traffic.py: one kind of write, every request a new change.
 -- Environment: BENCH_KIND, BENCH_AUTH (the admin token, or "Bearer <SCIM token>" for the SCIM
 -- kinds), BENCH_TAG (unique per run: new names never collide with earlier runs), and lib.lua's
 -- BENCH_PART, BENCH_GZIP. Kinds:

@@ -2,7 +2,7 @@
 -- Environment: BENCH_METHOD (default GET), BENCH_AUTH (Authorization header, optional),
 -- BENCH_PATHS (space-separated paths; with more than one, requests cycle through them).
 -- done() prints one line "BENCH_JSON {...}" with exact figures, read by bench/loadgen.py: the
--- one of lib.lua, shared with the scripts of bench/traffic.py.
+-- one of lib.lua, shared with the scripts of bench/cases/traffic.py.
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "lib.lua")
