@@ -2,7 +2,7 @@
 configuration sent to the API is checked, and how one is shown (secrets masked) and recorded in
 events (never with its parameters).
 
-flagadmin delivers through one provider, ``webhook`` (:mod:`flagadmin.webhooks`).
+flagadmin delivers through one provider, ``webhook`` (:mod:`flagadmin.integrations.webhooks`).
 Configurations of the reference server's other providers (loaded by a seed) are listed, with
 their secrets masked, but handle no events and cannot be created.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings, SettingsError, iso_duration
-from . import webhooks
+from . import address_guard, template, webhooks
 
 #: Providers flagadmin can deliver to, by name: their ``addonTypeSchema`` definitions.
 PROVIDERS: dict[str, dict[str, Any]] = {webhooks.PROVIDER: webhooks.DEFINITION}
@@ -50,9 +50,9 @@ class ProviderChangeError(ValueError):
     """A PUT that would change a configuration's provider (409)."""
 
 
-def guard(settings: Settings) -> webhooks.AddressGuard:
+def guard(settings: Settings) -> address_guard.AddressGuard:
     """The address guard of the instance's settings."""
-    return webhooks.AddressGuard(
+    return address_guard.AddressGuard(
         allow_private=settings.integrations_allow_private,
         allowed_hosts=frozenset(settings.integrations_allowed_hosts),
     )
@@ -94,15 +94,15 @@ def checked(body: dict[str, Any], *, stored: dict[str, Any] | None, settings: Se
             parameters["url"] = normalized
             try:
                 guard(settings).check_url(normalized)
-            except webhooks.Blocked as exc:
+            except address_guard.Blocked as exc:
                 problems.append(f"parameters.url: not allowed: {exc}")
-            except webhooks.Unresolvable as exc:
+            except address_guard.Unresolvable as exc:
                 problems.append(f"parameters.url: {exc}; give a host name that resolves.")
-    template = parameters.get("bodyTemplate")
-    if template:
+    body_template = parameters.get("bodyTemplate")
+    if body_template:
         try:
-            webhooks.render_template(template, webhooks.SAMPLE_EVENT)
-        except webhooks.TemplateError as exc:
+            template.render_template(body_template, template.SAMPLE_EVENT)
+        except template.TemplateError as exc:
             problems.append(f"parameters.bodyTemplate: {exc}.")
     max_age = body.get("eventsMaxAge")
     if max_age is not None:

@@ -24,6 +24,7 @@ from standardwebhooks import Webhook
 from flagadmin import events
 from flagadmin.config import Settings
 from flagadmin.integrations import delivery
+from flagadmin.integrations.worker import Worker
 from flagadmin.store import connect, deliveries, is_postgresql
 from flagadmin.store import events as store_events
 from flagadmin.timestamps import parse_rfc3339
@@ -83,10 +84,10 @@ def app(make_app, db):
 @pytest.fixture
 def worker(database):
     """Start delivery threads on the test database: ``worker(**settings_changes)``."""
-    started: list[delivery.Worker] = []
+    started: list[Worker] = []
 
-    def start(**changes) -> delivery.Worker:
-        running = delivery.Worker(database, Settings(**{**FAST, **changes})).start()
+    def start(**changes) -> Worker:
+        running = Worker(database, Settings(**{**FAST, **changes})).start()
         started.append(running)
         return running
 
@@ -656,7 +657,7 @@ def test_serve__steady_traffic_without_a_pause__deliveries_keep_up(
     """Deliveries go on through steady traffic that leaves the server mostly idle but never
     quiet for 50 ms (a read every 20 ms or so): 20 changes a second for 4 s to five webhooks,
     100 deliveries a second to make. Waiting for a quiet moment only, the four delivery threads
-    made about 40 a second (one each per ``delivery.YIELD_S``): 228 of the 400 by 2 s after
+    made about 40 a second (one each per ``integrations.worker.YIELD_S``): 228 of the 400 by 2 s after
     the last change (web/inflight.py)."""
     import threading
 
@@ -828,7 +829,7 @@ def test_no_room__four_threads_make_one_attempt_per_yield_between_them(
     client, admin_token, db, database, receiver
 ):
     """While the server leaves no room (saturated), the delivery threads make one attempt per
-    ``delivery.YIELD_S`` between them, not one each: the deliveries keep moving, and take
+    ``integrations.worker.YIELD_S`` between them, not one each: the deliveries keep moving, and take
     about a quarter of what four threads each making one took (bench/RESULTS.md, tenth
     section). Once there is room, the rest go at once."""
     # Given: 60 deliveries due, and four threads whose server never has room
@@ -842,7 +843,7 @@ def test_no_room__four_threads_make_one_attempt_per_yield_between_them(
             time.sleep(timeout)
         return room["now"]
 
-    running = delivery.Worker(database, Settings(**FAST), threads=4, room=wait_for_room).start()
+    running = Worker(database, Settings(**FAST), threads=4, room=wait_for_room).start()
     try:
         # When: 1.5 s without room
         time.sleep(1.5)

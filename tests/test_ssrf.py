@@ -13,7 +13,8 @@ import pytest
 
 from flagadmin import events
 from flagadmin.config import Settings
-from flagadmin.integrations import delivery, webhooks
+from flagadmin.integrations import address_guard, sending
+from flagadmin.integrations.worker import Worker
 from flagadmin.store import deliveries
 
 from helpers import auth
@@ -72,7 +73,7 @@ def body(url: str) -> dict:
     ],
 )
 def test_non_public_reason__special_addresses_in_every_form__refused_with_why(address, reason):
-    found = webhooks.non_public_reason(ipaddress.ip_address(address))
+    found = address_guard.non_public_reason(ipaddress.ip_address(address))
     assert found is not None and reason in found, found
 
 
@@ -81,7 +82,7 @@ def test_non_public_reason__special_addresses_in_every_form__refused_with_why(ad
     ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"],
 )
 def test_non_public_reason__public_addresses__none(address):
-    assert webhooks.non_public_reason(ipaddress.ip_address(address)) is None
+    assert address_guard.non_public_reason(ipaddress.ip_address(address)) is None
 
 
 @pytest.mark.parametrize(
@@ -129,9 +130,9 @@ def test_save__name_that_does_not_resolve__400(client, admin_token):
 def test_addresses__ip_literal_the_system_cannot_read__unresolvable_like_a_name(host):
     # Given: an address literal (read in the caller's thread, without the resolver) with a
     # zone that no interface has; saved URLs cannot hold one, the guard still answers for it
-    guard = webhooks.AddressGuard(allow_private=True)
+    guard = address_guard.AddressGuard(allow_private=True)
     # When / Then: the error a name that does not resolve gets, not the system's own
-    with pytest.raises(webhooks.Unresolvable, match="does not resolve"):
+    with pytest.raises(address_guard.Unresolvable, match="does not resolve"):
         guard.addresses(host, 80, timeout=1.0)
 
 
@@ -168,7 +169,7 @@ def test_send__saved_while_allowed_then_not__blocked_at_connect_nothing_sent(
     with db.write():
         event_id = events.record(db, "feature-created", events.COMMAND_LINE)
     # When: delivered by a worker that does not allow them
-    worker = delivery.Worker(
+    worker = Worker(
         database,
         Settings(delivery_timeout=1.0, delivery_retry_schedule=(0.1,), delivery_poll_interval=0.05),
     ).start()
@@ -210,7 +211,7 @@ def test_pinned_connection__connects_to_the_checked_address_never_the_name_again
     for Host (and TLS): a name that resolves elsewhere a moment later (DNS rebinding) cannot
     redirect it."""
     # Given: a host name that does not resolve at all, and the checked address of the receiver
-    connection = webhooks._PinnedConnection(
+    connection = sending._PinnedConnection(
         "hooks.example.invalid",
         receiver.port,
         [(socket.AF_INET, ("127.0.0.1", receiver.port))],
