@@ -6,8 +6,6 @@ serve`` with its delivery workers, a local receiver gets the event."""
 from __future__ import annotations
 
 import http.server
-import importlib.util
-import inspect
 import json
 import threading
 import time
@@ -113,25 +111,6 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _serve_runs_delivery_workers() -> bool:
-    """True when the delivery workers (``flagadmin/delivery.py``, the live-events issue) are in
-    this checkout and ``flagadmin serve`` starts them."""
-    if importlib.util.find_spec("flagadmin.integrations.delivery") is None:
-        return False
-    import flagadmin.cli
-    import flagadmin.serving
-
-    return any(
-        "delivery." in source or "from .delivery" in source or "import delivery" in source
-        for source in (inspect.getsource(flagadmin.cli), inspect.getsource(flagadmin.serving))
-    )
-
-
-@pytest.mark.skipif(
-    not _serve_runs_delivery_workers(),
-    reason="the delivery workers (flagadmin/delivery.py, the live-events issue) are not in this "
-    "checkout, or flagadmin serve does not start them yet",
-)
 def test_create_through_serve__local_receiver_gets_the_feature_created_event(
     live_server, seed, make_token, db
 ):
