@@ -24,7 +24,7 @@ from ..store import deliveries as store_deliveries
 from ..store import integrations as store_integrations
 from ..web.auth import Permission
 from ..web.cache import Answer
-from ..web.errors import BadDataError, ConflictError, NotFoundError
+from ..web.errors import ConflictError, NotFoundError
 from ..web.operations import operation
 from ..web.state import state
 from .integration_events import INTEGRATION_ID, integration_id
@@ -251,15 +251,6 @@ def _found(conn, id: str) -> dict[str, Any]:
     return config
 
 
-def _checked(body: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
-    try:
-        return configs.checked(body, stored=stored, settings=state().settings)
-    except configs.ProviderChangeError as exc:
-        raise ConflictError(str(exc)) from exc
-    except configs.ConfigError as exc:
-        raise BadDataError(str(exc), details=exc.details) from exc
-
-
 @operation(
     bp,
     "/addons",
@@ -295,7 +286,7 @@ def create_addon(caller, conn, body):
     FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE or FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS allow it), or
     a bodyTemplate that does not render. Records addon-config-created.
     """
-    config = _checked(body, None)
+    config = configs.checked(body, stored=None, settings=state().settings)
     app_state = state()
     with conn.write("integrations"):
         number = store_integrations.insert(conn, config, created_at=app_state.clock.now_rfc3339())
@@ -342,7 +333,7 @@ def update_addon(caller, conn, id: str, body):
     an unknown id; 409 to change its provider. Records addon-config-updated when something
     other than the parameters changed (the event never carries them).
     """
-    config = _checked(body, _found(conn, id))
+    config = configs.checked(body, stored=_found(conn, id), settings=state().settings)
     app_state = state()
     with conn.write("integrations"):
         before = _found(conn, id)

@@ -5,6 +5,12 @@ events (never with its parameters).
 flagadmin delivers through one provider, ``webhook`` (:mod:`flagadmin.integrations.webhooks`).
 Configurations of the reference server's other providers (loaded by a seed) are listed, with
 their secrets masked, but handle no events and cannot be created.
+
+Spec 2.2 names the configuration that 4.1's ``id`` points at without showing its fields; they
+are the reference server's (``addonCreateUpdateSchema``, ``addonSchema``), plus flagadmin's
+options (:data:`OPTION_FIELDS`). A configuration that cannot be saved is refused with
+:mod:`flagadmin.refusals`: :class:`~flagadmin.refusals.Invalid` (400, every problem listed) or
+:class:`~flagadmin.refusals.Conflict` (409, a change of provider).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings, SettingsError, iso_duration
+from ..refusals import Conflict, Invalid
 from . import address_guard, template, webhooks
 
 #: Providers flagadmin can deliver to, by name: their ``addonTypeSchema`` definitions.
@@ -37,17 +44,10 @@ OPTION_FIELDS = {
 }
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot be saved (400): ``message`` says why, ``details`` lists
-    every problem (``"parameters.url: ..."``)."""
-
-    def __init__(self, details: list[str]):
-        super().__init__("Invalid integration configuration: " + "; ".join(details))
-        self.details = details
-
-
-class ProviderChangeError(ValueError):
-    """A PUT that would change a configuration's provider (409)."""
+def _invalid(problems: list[str]) -> Invalid:
+    """The refusal of a configuration that cannot be saved (400): its message names every
+    problem, and ``details`` lists them one by one (``"parameters.url: ..."``)."""
+    return Invalid("Invalid integration configuration: " + "; ".join(problems), details=problems)
 
 
 def guard(settings: Settings) -> address_guard.AddressGuard:
@@ -66,17 +66,17 @@ def checked(body: dict[str, Any], *, stored: dict[str, Any] | None, settings: Se
     (``stored``: the configuration a PUT replaces), the required parameters are there, the URL
     resolves to public addresses (unless allowed), the body template renders.
 
-    :raise ProviderChangeError: ``stored`` has another provider.
-    :raise ConfigError: anything else; every problem is listed.
+    :raise flagadmin.refusals.Conflict: ``stored`` has another provider (409).
+    :raise flagadmin.refusals.Invalid: anything else (400); ``details`` lists every problem.
     """
     provider = body["provider"]
     if stored is not None and stored["provider"] != provider:
-        raise ProviderChangeError(
+        raise Conflict(
             f"Integration configuration {stored['id']} uses the provider {stored['provider']!r}; "
             f"a configuration's provider cannot change. Create a new {provider} configuration instead."
         )
     if provider not in PROVIDERS:
-        raise ConfigError([f"provider: {provider!r} is not a provider flagadmin delivers to; use webhook."])
+        raise _invalid([f"provider: {provider!r} is not a provider flagadmin delivers to; use webhook."])
     problems: list[str] = []
     parameters = _unmasked(body["parameters"], stored)
     for definition in webhooks.PARAMETERS:
@@ -111,7 +111,7 @@ def checked(body: dict[str, Any], *, stored: dict[str, Any] | None, settings: Se
         except SettingsError as exc:
             problems.append(str(exc))
     if problems:
-        raise ConfigError(problems)
+        raise _invalid(problems)
     return {
         "provider": provider,
         "description": body.get("description"),
