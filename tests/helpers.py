@@ -43,6 +43,24 @@ def statements_of(conn, work) -> list[str]:
     return traced
 
 
+def wait_until(check, timeout: float = 10.0, every: float = 0.02):
+    """Call ``check()`` every ``every`` seconds until it returns something truthy; return that.
+    What a test waits on when another thread or process is doing the work: the condition
+    itself, never a fixed sleep. ``timeout`` (s) only stops a wait that would never end; make
+    it generous, since a slow machine only makes the wait longer.
+
+    :raise AssertionError: ``check()`` stayed falsy for ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not reached within {timeout} s")
+        time.sleep(every)
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:

@@ -13,7 +13,7 @@ from flagadmin.timestamps import now_rfc3339
 from flagadmin.web.state import state
 from flagadmin.web.token_uses import TokenUses
 
-from helpers import auth, table_names
+from helpers import auth, table_names, wait_until
 
 UI = "/api/admin/ui-config"
 
@@ -141,26 +141,35 @@ def test_token__uses_due_after_the_pools_closed__dropped_no_connection_reopened(
         pytest.skip("about PostgreSQL's connection pools")
     from flagadmin.store.postgresql import PostgresDatabase, connect_once
 
-    def connections() -> int:
-        """Sessions on the test's database besides this one (the fixtures' own included)."""
-        with connect_once(database) as conn:
-            return conn.value(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-
-    # Given: an app that noted a token use, its batch due 0.3 s later
+    # Given: an app that noted a token use, its batch due 0.3 s later; and a connection of the
+    # test's own, outside every pool, to watch the sessions from (one opened per look would be a
+    # session still closing at the next look)
     app = make_app(config={"TOKEN_USES_FLUSH_S": 0.3})
     assert app.test_client().get(UI, headers=auth(admin_token)).status_code == 200
-    # When: the process's pools are closed before the batch is due, and it falls due
-    PostgresDatabase.close_all()
-    before = connections()
-    deadline = time.monotonic() + 10
-    while "not recorded" not in caplog.text and time.monotonic() < deadline:
-        time.sleep(0.05)
-    # Then: the batch was dropped with a warning, and it opened no connection
-    assert "last use of 1 API token(s) not recorded" in caplog.text
-    assert connections() == before
+    with connect_once(database) as watcher:
+
+        def clients_started_after(moment: str) -> list[dict]:
+            """Client sessions on the test's database, besides the watcher, that started after
+            ``moment`` (the server's clock). Counting every session instead counted the closed
+            pools' sessions while their backends were still exiting, and autovacuum's workers."""
+            return watcher.all(
+                "SELECT pid, backend_start, application_name FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND backend_type = 'client backend' AND backend_start > CAST(? AS timestamptz)",
+                [moment],
+            )
+
+        # When: the process's pools are closed before the batch is due, and it falls due
+        PostgresDatabase.close_all()
+        closed_at = watcher.value("SELECT CAST(clock_timestamp() AS text)")
+        wait_until(lambda: "not recorded" in caplog.text, timeout=30)
+        # Then: the batch was dropped with a warning, and no session opened since the pools
+        # closed: none by the batch, none by a pool reopened behind it (whose workers would
+        # connect in the background, so looked for over a second rather than once)
+        assert "last use of 1 API token(s) not recorded" in caplog.text
+        for _ in range(20):
+            assert clients_started_after(closed_at) == []
+            time.sleep(0.05)
 
 
 def test_token__revoked_while_remembered__401_on_the_next_request(client, db, admin_token):
