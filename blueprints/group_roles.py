@@ -1,4 +1,4 @@
-"""The roles SCIM groups grant (issue 9), ADMIN only: ``GET /api/admin/group-roles``,
+"""The roles SCIM groups grant, ADMIN only: ``GET /api/admin/group-roles``,
 ``PUT``/``DELETE /api/admin/group-roles/root-role``, ``POST``/``DELETE
 /api/admin/group-roles/project-roles``.
 
@@ -6,7 +6,9 @@ flagadmin owns these mappings, never the directory: an identity provider decides
 which group (SCIM, ``/scim/v2/Groups``), flagadmin decides what a group grants, by the group's
 displayName (any case; the group may not exist yet). The same mappings are set with
 ``flagadmin group-role`` on the command line. Admin API tokens stay the way in when the
-directory is wrong.
+directory is wrong. The mappings' refusals (:mod:`flagadmin.directory.role_mappings`: 400 for
+a name or role it cannot take, 404 for an unknown project) are answered by the admin API's
+error envelope, as every refusal is.
 """
 
 from __future__ import annotations
@@ -14,24 +16,23 @@ from __future__ import annotations
 from flask import Blueprint
 from marshmallow import Schema, fields, validate
 
-from ..directory import resources as directory
+from ..directory import role_mappings
 from ..directory.protocol import MAX_STRING
 from ..events import Actor
 from ..spec import ROOT_ROLES
 from ..web.auth import Permission
-from ..web.errors import BadDataError, NotFoundError
 from ..web.operations import operation
 from ..web.state import state
 
 bp = Blueprint("group_roles", __name__, url_prefix="/api/admin")
 
 #: Beside spec 4.5 (the SCIM token): what the groups SCIM provisions grant.
-SECTION = "4.5 (SCIM group roles, issue 9)"
+SECTION = "4.5 (the roles SCIM groups grant)"
 
 
-#: A name that is not blank and holds no NUL (the rule of ``flagadmin.directory``).
+#: A name that is not blank and holds no NUL (the rule of ``flagadmin.directory.role_mappings``).
 _NAME = validate.Regexp(
-    directory.NAME_PATTERN, error="Must hold a character that is not white space, and no NUL."
+    role_mappings.NAME_PATTERN, error="Must hold a character that is not white space, and no NUL."
 )
 
 
@@ -64,7 +65,7 @@ def _project() -> fields.String:
 def _role() -> fields.String:
     return fields.String(
         required=True,
-        validate=[validate.Length(min=1, max=directory.MAX_ROLE_LENGTH), _NAME],
+        validate=[validate.Length(min=1, max=role_mappings.MAX_ROLE_LENGTH), _NAME],
         metadata={"description": "Owner, Member or a custom role's name.", "example": "Owner"},
     )
 
@@ -124,16 +125,6 @@ class ProjectRoleSchema(Schema):
     role = _role()
 
 
-def _changed(change, *args, **kwargs) -> dict:
-    """Run a mapping change of :mod:`flagadmin.directory`; its refusals as 400 / 404."""
-    try:
-        return change(*args, **kwargs)
-    except directory.UnknownProject as exc:
-        raise NotFoundError(str(exc)) from exc
-    except directory.MappingError as exc:
-        raise BadDataError(str(exc)) from exc
-
-
 @operation(
     bp,
     "/group-roles",
@@ -145,8 +136,8 @@ def _changed(change, *args, **kwargs) -> dict:
 )
 def list_group_roles(caller, conn, group: str | None = None):
     """Every group role mapping (or the one of ``group``, any case): the root role and the
-    project roles the members of each group get. Needs ADMIN."""
-    return {"groupRoles": _changed(directory.group_roles, conn, group)}
+    project roles the members of each group get."""
+    return {"groupRoles": role_mappings.group_roles(conn, group)}
 
 
 @operation(
@@ -162,14 +153,9 @@ def list_group_roles(caller, conn, group: str | None = None):
 def put_root_role(caller, conn, body):
     """Make the members of ``group`` (the group may not exist yet) get at least ``rootRole``:
     a user's root role is the highest of its own and its groups'. Replaces the root role the
-    group granted. Returns what the group grants. Recorded as ``group-updated``. Needs ADMIN."""
-    return _changed(
-        directory.set_group_root_role,
-        conn,
-        body["group"],
-        body["rootRole"],
-        Actor.of_caller(caller),
-        state().clock,
+    group granted. Returns what the group grants. Recorded as ``group-updated``."""
+    return role_mappings.set_group_root_role(
+        conn, body["group"], body["rootRole"], Actor.of_caller(caller), state().clock
     )
 
 
@@ -185,11 +171,11 @@ def put_root_role(caller, conn, body):
 )
 def delete_root_role(caller, conn, group: str, rootRole: str | None = None):
     """Take back the root role ``group`` grants (only if it is ``rootRole``, when given).
-    Idempotent. Returns what the group grants. Recorded as ``group-updated``. Needs ADMIN."""
+    Idempotent. Returns what the group grants. Recorded as ``group-updated``."""
     actor, clock = Actor.of_caller(caller), state().clock
     if rootRole is None:
-        return _changed(directory.set_group_root_role, conn, group, None, actor, clock)
-    return _changed(directory.remove_group_root_role, conn, group, rootRole, actor, clock)
+        return role_mappings.set_group_root_role(conn, group, None, actor, clock)
+    return role_mappings.remove_group_root_role(conn, group, rootRole, actor, clock)
 
 
 @operation(
@@ -206,10 +192,8 @@ def delete_root_role(caller, conn, group: str, rootRole: str | None = None):
 def post_project_role(caller, conn, body):
     """Make the members of ``group`` (the group may not exist yet) hold ``role`` (Owner, Member
     or a custom role) in ``project``, as if given to each of them. Idempotent. Returns what the
-    group grants. Recorded as ``project-access-group-roles-updated``. 404: no such project.
-    Needs ADMIN."""
-    return _changed(
-        directory.change_group_project_role,
+    group grants. Recorded as ``project-access-group-roles-updated``. 404: no such project."""
+    return role_mappings.change_group_project_role(
         conn,
         body["group"],
         body["project"],
@@ -234,9 +218,8 @@ def post_project_role(caller, conn, body):
 def delete_project_role(caller, conn, group: str, project: str, role: str):
     """Take back ``role`` in ``project`` from ``group``. Idempotent. Returns what the group
     grants. Recorded as ``project-access-group-roles-updated`` (``...-deleted`` when the group
-    is left with no role in the project). 404: no such project. Needs ADMIN."""
-    return _changed(
-        directory.change_group_project_role,
+    is left with no role in the project). 404: no such project."""
+    return role_mappings.change_group_project_role(
         conn,
         group,
         project,

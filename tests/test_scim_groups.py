@@ -8,7 +8,7 @@ import pytest
 from scim_helpers import GROUP_SCHEMA, Scim, assert_scim_error, bulk_users, group_body, new_scim_token
 
 from flagadmin import events
-from flagadmin.directory import resources as directory
+from flagadmin.directory import role_mappings
 from flagadmin.timestamps import SYSTEM_CLOCK
 from flagadmin.web.state import state
 
@@ -37,11 +37,11 @@ def event_types(db) -> list[str]:
 
 
 def map_root_role(db, group: str, role: str | None) -> None:
-    directory.set_group_root_role(db, group, role, events.COMMAND_LINE, SYSTEM_CLOCK)
+    role_mappings.set_group_root_role(db, group, role, events.COMMAND_LINE, SYSTEM_CLOCK)
 
 
 def map_project_role(db, group: str, project: str, role: str, remove: bool = False) -> None:
-    directory.change_group_project_role(
+    role_mappings.change_group_project_role(
         db, group, project, role, remove=remove, actor=events.COMMAND_LINE, clock=SYSTEM_CLOCK
     )
 
@@ -351,7 +351,7 @@ def test_delete__204_then_404_members_gone_mapping_stays(scim, db):
     assert_scim_error(scim.delete(f"/Groups/{group['id']}"), 404)
     assert db.value("SELECT count(*) FROM directory_group_members") == 0
     assert event_types(db)[-2:] == ["group-user-removed", "group-deleted"]
-    assert directory.group_roles(db, "doomed")[0]["rootRole"] == "Editor"
+    assert role_mappings.group_roles(db, "doomed")[0]["rootRole"] == "Editor"
     again = scim.create_group("Doomed")
     assert int(again["id"].removeprefix("group-")) > int(group["id"].removeprefix("group-"))
 
