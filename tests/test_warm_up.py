@@ -84,14 +84,14 @@ def test_serve_warm_up__start_up_objects__frozen_out_of_the_collector(make_app):
     the app again."""
     import gc
 
-    from flagadmin import cli
+    from flagadmin.cli import serve
 
     # Given
     app = make_app()
     gc.unfreeze()
     try:
         # When
-        cli._warm_up(app, 2)
+        serve.warm_up(app, 2)
         frozen, tracked = gc.get_freeze_count(), len(gc.get_objects())
         # Then: the app's objects are frozen, and few are left for the collector
         assert frozen > 10_000
