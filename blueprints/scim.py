@@ -1,11 +1,17 @@
-"""The SCIM 2.0 service provider at ``/scim/v2`` (RFC 7643, RFC 7644; spec 4.5, issue 9).
+"""The SCIM 2.0 service provider at ``/scim/v2`` (RFC 7643, RFC 7644; spec 4.5).
 
 Every route answers only ``Authorization: Bearer <the current SCIM token>`` (spec 4.5: the
 token most recently generated); anything else gets 401 with a SCIM error. The routes are not
-admin API operations: they speak RFC 7644 (``application/scim+json``, its error body built in
-one place, :func:`_error_response`), are absent from the OpenAPI document, and take bodies up
-to :data:`~flagadmin.scim_protocol.MAX_BODY_BYTES`. The work is done by
+admin API operations: they speak RFC 7644 (``application/scim+json``), are absent from the
+OpenAPI document, and take bodies up to
+:data:`~flagadmin.directory.protocol.MAX_BODY_BYTES`. The work is done by
 :mod:`flagadmin.directory`; this module reads the request and writes the answer.
+
+Every failure is answered in one place, :func:`_failure`, with RFC 7644 section 3.12's error
+body: the directory's refusals (:mod:`flagadmin.refusals`: status, ``scimType``, message as
+``detail``), the store's (503 when the database cannot be reached, 409 for a write that broke
+a unique index), the 401 and the throttle's 429, Werkzeug's HTTP errors (413 from the body
+limit, 415) and anything unexpected (500, logged).
 
 Routes: ``/ServiceProviderConfig``, ``/ResourceTypes[/{id}]``, ``/Schemas[/{id}]`` (GET
 only, 405 otherwise); ``/Users`` and ``/Groups`` (GET list, POST create, ``/.search``) and
@@ -22,10 +28,10 @@ from typing import Any
 
 import orjson
 from flask import Blueprint, Response, request
-from scim2_models import NotFoundException, SCIMException, UnauthorizedException
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 
-from ..directory import resources as directory
+from .. import refusals
+from ..directory import groups, search, users
 from ..directory.protocol import (
     MAX_BODY_BYTES,
     MEDIA_TYPE,
@@ -37,12 +43,12 @@ from ..directory.protocol import (
     resource_types,
     response_parameters,
     schemas,
-    scim_error,
     service_provider_config,
 )
+from ..directory.resources import Site
 from ..store import Conflict, Unavailable, scim_tokens
 from ..web.database import connection
-from ..web.errors import TooManyRequestsError
+from ..web.errors import AuthenticationRequired, TooManyRequestsError
 from ..web.operations import query_pairs, read_body
 from ..web.state import state
 
@@ -50,7 +56,6 @@ log = logging.getLogger("flagadmin.scim")
 
 bp = Blueprint("scim", __name__, url_prefix="/scim/v2")
 
-ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 HOW_TO_AUTHENTICATE = (
@@ -72,26 +77,49 @@ def _response(body: Any, status: int = 200, headers: dict[str, str] | None = Non
     return response
 
 
-def _error_response(exc: SCIMException, headers: dict[str, str] | None = None) -> Response:
-    """The one way a SCIM error is answered: RFC 7644 section 3.12's body, its status."""
-    error = exc.to_error()
-    return _response(error_body(exc), int(error.status or 500), headers)
+def _error(
+    status: int, detail: str, scim_type: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    """An RFC 7644 section 3.12 error answer: its body, ``status`` and ``headers``."""
+    return _response(error_body(status, detail, scim_type), status, headers)
 
 
-def _http_error(exc: HTTPException) -> Response:
-    """A Werkzeug error (413 from the body limit, 400 from a broken request) as a SCIM error."""
-    status = exc.code or 500
-    if status == 413:
-        detail = f"The request body is larger than {MAX_BODY_BYTES} bytes."
-    elif status == 405:
-        detail = f"{request.method} is not allowed on {request.path}."
-    else:
-        detail = exc.description or exc.name
-    return _error_response(scim_error(status, detail), dict(exc.get_headers()) if status == 405 else None)
+def _failure(exc: Exception) -> Response:
+    """The one place a failure becomes a SCIM error (RFC 7644 section 3.12), never the admin
+    API's envelope or an HTML page: a refusal with its status, ``scimType`` and message; the
+    401 of :func:`_authenticate` with ``WWW-Authenticate``; the throttle's 429 and a 503 with
+    ``Retry-After``; the store's conflict as 409 ``uniqueness``; an HTTP error (405 with
+    ``Allow``); anything else 500, logged."""
+    if isinstance(exc, refusals.Refusal):
+        retry = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, refusals.Unavailable) else None
+        return _error(exc.status, exc.message, exc.scim_type, retry)
+    if isinstance(exc, AuthenticationRequired | TooManyRequestsError):
+        return _error(exc.status, exc.message, headers=exc.headers)
+    if isinstance(exc, Unavailable):
+        log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+        return _error(
+            503,
+            "The database is busy or cannot be opened right now; retry in a moment.",
+            headers={"Retry-After": "1"},
+        )
+    if isinstance(exc, Conflict):
+        log.info("conflict on %s %s: %s", request.method, request.path, exc)
+        return _error(409, "The request conflicts with what is stored.", "uniqueness")
+    if isinstance(exc, HTTPException):
+        status = exc.code or 500
+        if status == 413:
+            detail = f"The request body is larger than {MAX_BODY_BYTES} bytes."
+        elif status == 405:
+            detail = f"{request.method} is not allowed on {request.path}."
+        else:
+            detail = exc.description or exc.name
+        return _error(status, detail, headers=dict(exc.get_headers()) if status == 405 else None)
+    log.exception("unexpected failure on %s %s", request.method, request.path)
+    return _error(500, "The server failed to answer this request; it was logged.")
 
 
-def _site() -> directory.Site:
-    return directory.Site(base_url=request.url_root.rstrip("/") + (bp.url_prefix or ""), clock=state().clock)
+def _site() -> Site:
+    return Site(base_url=request.url_root.rstrip("/") + (bp.url_prefix or ""), clock=state().clock)
 
 
 def _args() -> dict[str, str]:
@@ -106,12 +134,15 @@ def _body() -> dict[str, Any]:
     """The JSON object of the request body (``application/scim+json`` or ``application/json``;
     a body without a Content-Type is read as JSON too).
 
-    :raise SCIMException: 415 for another media type, 400 ``invalidSyntax`` for a body that is
-        not a JSON object, 413 (from the body limit).
+    :raise UnsupportedMediaType: 415 for another media type.
+    :raise RequestEntityTooLarge: 413 (from the body limit).
+    :raise Invalid: ``invalidSyntax`` for a body that is not a JSON object.
     """
     mimetype = request.mimetype
     if mimetype and not (mimetype.endswith("/json") or mimetype.endswith("+json")):
-        raise scim_error(415, f"Send the body as JSON, with Content-Type: {MEDIA_TYPE}; it was {mimetype}.")
+        raise UnsupportedMediaType(
+            f"Send the body as JSON, with Content-Type: {MEDIA_TYPE}; it was {mimetype}."
+        )
     return parse_json(read_body())
 
 
@@ -119,9 +150,11 @@ def _body() -> dict[str, Any]:
 
 
 def _authenticate() -> None:
-    """Let the request through when it carries the current SCIM token (spec 4.5).
+    """Let the request through when it carries the current SCIM token (spec 4.5), as
+    ``Bearer <token>`` (the scheme in any case).
 
-    :raise SCIMException: 401 otherwise (429 when the address failed too often lately).
+    :raise AuthenticationRequired: 401 otherwise, with ``WWW-Authenticate``.
+    :raise TooManyRequestsError: 429 when the address failed too often lately.
     """
     scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
     token = token.strip()
@@ -133,13 +166,13 @@ def _authenticate() -> None:
     ):
         return
     state().throttle.failed(request.remote_addr or "-")
-    raise UnauthorizedException(detail=HOW_TO_AUTHENTICATE)
+    raise AuthenticationRequired(HOW_TO_AUTHENTICATE, headers={"WWW-Authenticate": 'Bearer realm="scim"'})
 
 
 def scim_view(methods: dict[str, Callable[..., Response]]) -> Callable[..., Response]:
     """A view answering ``methods`` (method -> handler taking the path arguments) after the
-    SCIM token is checked; other methods get 405. Every failure becomes a SCIM error, never
-    the admin API's envelope or an HTML page; an unexpected one is logged and answered 500."""
+    SCIM token is checked; other methods get 405 with ``Allow``. Every failure is answered by
+    :func:`_failure`."""
     allowed = ", ".join(sorted(methods))
 
     def view(**path_args: Any) -> Response:
@@ -147,32 +180,11 @@ def scim_view(methods: dict[str, Callable[..., Response]]) -> Callable[..., Resp
             _authenticate()
             handler = methods.get("GET" if request.method == "HEAD" else request.method)
             if handler is None:
-                raise scim_error(405, f"{request.method} is not allowed on {request.path}; use {allowed}.")
+                detail = f"{request.method} is not allowed on {request.path}; use {allowed}."
+                return _error(405, detail, headers={"Allow": allowed})
             return handler(**path_args)
-        except SCIMException as exc:
-            if isinstance(exc, UnauthorizedException):
-                return _error_response(exc, {"WWW-Authenticate": 'Bearer realm="scim"'})
-            return _error_response(exc, {"Allow": allowed} if exc.status == 405 else None)
-        except TooManyRequestsError as exc:
-            return _error_response(scim_error(429, exc.message), exc.headers)
-        except Unavailable as exc:
-            log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
-            return _error_response(
-                scim_error(503, "The database is busy or cannot be opened right now; retry in a moment."),
-                {"Retry-After": "1"},
-            )
-        except Conflict as exc:
-            log.info("conflict on %s %s: %s", request.method, request.path, exc)
-            return _error_response(
-                scim_error(409, "The request conflicts with what is stored.", "uniqueness")
-            )
-        except HTTPException as exc:
-            return _http_error(exc)
-        except Exception:
-            log.exception("unexpected failure on %s %s", request.method, request.path)
-            return _error_response(
-                scim_error(500, "The server failed to answer this request; it was logged.")
-            )
+        except Exception as exc:
+            return _failure(exc)
 
     view.max_content_length = MAX_BODY_BYTES
     return view
@@ -188,7 +200,7 @@ def _route(rule: str, endpoint: str, **methods: Callable[..., Response]) -> None
 @bp.errorhandler(HTTPException)
 def _handle_http_exception(exc: HTTPException) -> Response:
     """Errors raised before a SCIM view runs (the body limit's 413) in SCIM's words."""
-    return _http_error(exc)
+    return _failure(exc)
 
 
 # --- discovery (RFC 7644 section 4) --------------------------------------------------------------
@@ -207,7 +219,7 @@ def _get_resource_type(resource_id: str) -> Response:
     for found in resource_types(_site().base_url):
         if found["id"] == resource_id:
             return _response(found)
-    raise NotFoundException(detail=f"No resource type is named {resource_id[:100]!r}: use User or Group.")
+    raise refusals.NotFound(f"No resource type is named {resource_id[:100]!r}: use User or Group.")
 
 
 def _get_schemas() -> Response:
@@ -219,7 +231,7 @@ def _get_schema(schema_id: str) -> Response:
     for found in schemas(_site().base_url):
         if found["id"].lower() == schema_id.lower():
             return _response(found)
-    raise NotFoundException(detail=f"No schema has the id {schema_id[:200]!r}.")
+    raise refusals.NotFound(f"No schema has the id {schema_id[:200]!r}.")
 
 
 _route("/ServiceProviderConfig", "service_provider_config", GET=_get_service_provider_config)
@@ -240,7 +252,7 @@ def _resources(name: str, kind: str, model, functions) -> None:
         return _response(list_all(connection(), _site(), _args()))
 
     def search_view() -> Response:
-        return _response(directory.search(connection(), _site(), kind, _body()))
+        return _response(search.search(connection(), _site(), kind, _body()))
 
     def create_view() -> Response:
         parameters = response_parameters(model, _args())
@@ -286,12 +298,12 @@ _resources(
     "User",
     User,
     (
-        directory.get_user,
-        directory.list_users,
-        directory.create_user,
-        directory.replace_user,
-        directory.patch_user,
-        directory.delete_user,
+        users.get_user,
+        users.list_users,
+        users.create_user,
+        users.replace_user,
+        users.patch_user,
+        users.delete_user,
     ),
 )
 _resources(
@@ -299,12 +311,12 @@ _resources(
     "Group",
     Group,
     (
-        directory.get_group,
-        directory.list_groups,
-        directory.create_group,
-        directory.replace_group,
-        directory.patch_group,
-        directory.delete_group,
+        groups.get_group,
+        groups.list_groups,
+        groups.create_group,
+        groups.replace_group,
+        groups.patch_group,
+        groups.delete_group,
     ),
 )
 
@@ -314,7 +326,7 @@ _resources(
 
 def _not_implemented(what: str) -> Callable[..., Response]:
     def handler(**_: Any) -> Response:
-        raise scim_error(501, f"flagadmin does not support {what} (see /ServiceProviderConfig).")
+        return _error(501, f"flagadmin does not support {what} (see /ServiceProviderConfig).")
 
     return handler
 
@@ -325,15 +337,15 @@ _route("/Bulk", "bulk", **{method: _not_implemented("bulk operations (/Bulk)") f
 
 
 def _search_all() -> Response:
-    return _response(directory.search(connection(), _site(), None, _body()))
+    return _response(search.search(connection(), _site(), None, _body()))
 
 
 _route("/.search", "search_all", POST=_search_all)
 
 
 def _unknown_path(**_: Any) -> Response:
-    raise NotFoundException(
-        detail=f"The path {request.path[:200]} does not exist; the SCIM resources are /Users and /Groups."
+    raise refusals.NotFound(
+        f"The path {request.path[:200]} does not exist; the SCIM resources are /Users and /Groups."
     )
 
 

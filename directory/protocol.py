@@ -16,6 +16,17 @@ Decisions where the RFCs leave a choice (see the README, "SCIM provisioning"):
   ``replace`` adds the value it describes (Entra's ``emails[type eq "work"].value``).
 - ``op`` is case-insensitive and ``"False"``/``"True"`` strings are booleans (Entra).
 - A user has at most one email: the primary one, else the first ``work`` one, else the first.
+
+Refusals: every function here refuses a request with :mod:`flagadmin.refusals` (an
+:class:`~flagadmin.refusals.Invalid` carrying RFC 7644 section 3.12's ``scimType``), never with
+scim2-models' own exceptions: :func:`as_refusal` converts those where scim2-models parses for
+flagadmin, so that nothing past the directory's edge knows them.
+
+The module is over 400 lines on purpose: it has one job, saying what SCIM is to flagadmin
+(RFC 7643 sections 4.1 and 4.2 for the models, 5-7 for the discovery documents and schemas;
+RFC 7644 sections 3.4.2, 3.9 and 3.12 for the requests read and the errors written, section 4
+for discovery), and its parts are read together: the models are what the schemas, the
+filters and the response parameters are generated from.
 """
 
 from __future__ import annotations
@@ -35,9 +46,6 @@ from scim2_models import (
     Error,
     ETag,
     Filter,
-    InvalidFilterException,
-    InvalidSyntaxException,
-    InvalidValueException,
     Meta,
     Mutability,
     Pagination,
@@ -55,6 +63,7 @@ from scim2_models import (
     Uniqueness,
 )
 
+from ..refusals import Conflict, Invalid, NotFound, Refusal
 from ..timestamps import format_rfc3339, parse_rfc3339
 
 MEDIA_TYPE = "application/scim+json"
@@ -215,32 +224,33 @@ ENDPOINTS = {"User": "/Users", "Group": "/Groups"}
 # --- errors (RFC 7644 section 3.12) ------------------------------------------------------------
 
 
-def scim_error(status: int, detail: str, scim_type: str | None = None) -> SCIMException:
-    """A :class:`scim2_models.SCIMException` for any status, including those no class of
-    scim2-models stands for (413, 415, 429, 500, 501, 503)."""
-    return SCIMException.from_error(Error(status=status, scim_type=scim_type, detail=detail))
-
-
-def as_scim_exception(exc: Exception) -> SCIMException:
-    """The SCIM error a failure to read a request stands for: scim2-models' exceptions as they
-    are, pydantic validation errors as their first problem (``invalidValue``,
+def as_refusal(exc: Exception) -> Refusal:
+    """The refusal a failure of scim2-models to read a request stands for: its own exceptions
+    with their status, ``scimType`` and detail (all of them are 400s today; a 404 or 409 would
+    keep its status), pydantic validation errors as their first problem (``invalidValue``,
     ``invalidSyntax``, ``mutability``...), anything else as ``invalidSyntax``."""
     if isinstance(exc, SCIMException):
-        return exc
-    if isinstance(exc, ValidationError):
+        error = exc.to_error()
+    elif isinstance(exc, ValidationError) and exc.errors():
         errors = exc.errors()
-        if errors:
-            error = Error.from_validation_error(errors[0])
-            if len(errors) > 1:
-                error.detail = f"{error.detail} (and {len(errors) - 1} more problems)"
-            return SCIMException.from_error(error)
-    return InvalidSyntaxException(detail=str(exc) or type(exc).__name__)
+        error = Error.from_validation_error(errors[0])
+        if len(errors) > 1:
+            error.detail = f"{error.detail} (and {len(errors) - 1} more problems)"
+    else:
+        return Invalid(str(exc) or type(exc).__name__, scim_type="invalidSyntax")
+    detail = error.detail or ""
+    if error.status == NotFound.status:
+        return NotFound(detail, scim_type=error.scim_type)
+    if error.status == Conflict.status:
+        return Conflict(detail, scim_type=error.scim_type)
+    return Invalid(detail, scim_type=error.scim_type)
 
 
-def error_body(exc: SCIMException) -> dict[str, Any]:
-    """The RFC 7644 error body of ``exc``: ``schemas``, ``status`` as a string, ``scimType``
+def error_body(status: int, detail: str, scim_type: str | None = None) -> dict[str, Any]:
+    """RFC 7644 section 3.12's error body: ``schemas``, ``status`` (a string), ``scimType``
     (when there is one) and ``detail``."""
-    return exc.to_error().model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+    error = Error(status=status, scim_type=scim_type, detail=detail)
+    return error.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
 
 
 # --- discovery (RFC 7644 section 4) ------------------------------------------------------------
@@ -315,21 +325,21 @@ def schemas(base_url: str) -> list[dict[str, Any]]:
 def parse_json(data: bytes) -> Any:
     """The JSON document of a request body.
 
-    :raise SCIMException: 400 ``invalidSyntax`` when the body is empty, not JSON, or nested
-        deeper than :data:`MAX_JSON_DEPTH`.
+    :raise Invalid: ``invalidSyntax`` when the body is empty, not JSON, nested deeper than
+        :data:`MAX_JSON_DEPTH`, or not an object.
     """
     if not data.strip():
-        raise InvalidSyntaxException(detail="The request needs a JSON body; it had none.")
+        raise Invalid("The request needs a JSON body; it had none.", scim_type="invalidSyntax")
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InvalidSyntaxException(detail=f"The request body is not valid JSON: {exc}") from exc
+        raise Invalid(f"The request body is not valid JSON: {exc}", scim_type="invalidSyntax") from exc
     if _depth(document) > MAX_JSON_DEPTH:
-        raise InvalidSyntaxException(
-            detail=f"The request body is nested more than {MAX_JSON_DEPTH} levels deep."
+        raise Invalid(
+            f"The request body is nested more than {MAX_JSON_DEPTH} levels deep.", scim_type="invalidSyntax"
         )
     if not isinstance(document, dict):
-        raise InvalidSyntaxException(detail="The request body must be a JSON object.")
+        raise Invalid("The request body must be a JSON object.", scim_type="invalidSyntax")
     return document
 
 
@@ -359,7 +369,7 @@ def _integer(args: dict[str, str], name: str) -> int | None:
     try:
         return int(text.strip())
     except ValueError:
-        raise InvalidValueException(detail=f"{name} must be an integer; it was {text[:50]!r}.") from None
+        raise Invalid(f"{name} must be an integer; it was {text[:50]!r}.", scim_type="invalidValue") from None
 
 
 def paging(args: dict[str, str]) -> tuple[int, int]:
@@ -367,13 +377,13 @@ def paging(args: dict[str, str]) -> tuple[int, int]:
     1-based (below 1: 1), ``count`` defaults to and is capped at :data:`MAX_RESULTS` (negative:
     0, which asks for the total alone).
 
-    :raise SCIMException: 400 ``invalidValue`` when either is not an integer, or ``startIndex``
-        is above :data:`MAX_START_INDEX`.
+    :raise Invalid: ``invalidValue`` when either is not an integer, or ``startIndex`` is
+        above :data:`MAX_START_INDEX`.
     """
     start = _integer(args, "startIndex")
     count = _integer(args, "count")
     if start is not None and start > MAX_START_INDEX:
-        raise InvalidValueException(detail=f"startIndex must be at most {MAX_START_INDEX}.")
+        raise Invalid(f"startIndex must be at most {MAX_START_INDEX}.", scim_type="invalidValue")
     start = 1 if start is None or start < 1 else start
     count = MAX_RESULTS if count is None else min(max(count, 0), MAX_RESULTS)
     return start, count
@@ -382,29 +392,29 @@ def paging(args: dict[str, str]) -> tuple[int, int]:
 def response_parameters(model: type[Resource[Any]], args: dict[str, Any]) -> ResponseParameters[Any]:
     """The ``attributes`` / ``excludedAttributes`` of a request (RFC 7644 section 3.9).
 
-    :raise SCIMException: 400 when both are given or one is not a list of attribute paths.
+    :raise Invalid: both are given, or one is not a list of attribute paths.
     """
     values = {key: args[key] for key in ("attributes", "excludedAttributes") if args.get(key)}
     try:
         return ResponseParameters[model].model_validate(values)
     except (ValidationError, SCIMException) as exc:
-        raise as_scim_exception(exc) from exc
+        raise as_refusal(exc) from exc
 
 
 def parse_filter(model: type[Resource[Any]], text: str) -> Any:
     """The syntax tree of the ``filter`` ``text`` on ``model`` (RFC 7644 section 3.4.2.2).
 
-    :raise SCIMException: 400 ``invalidFilter`` when it does not parse, is longer than
+    :raise Invalid: ``invalidFilter`` when it does not parse, is longer than
         :data:`MAX_FILTER_LENGTH`, or compares a value of the wrong type.
     """
     if len(text) > MAX_FILTER_LENGTH:
-        raise InvalidFilterException(detail=f"The filter is longer than {MAX_FILTER_LENGTH} characters.")
+        raise Invalid(f"The filter is longer than {MAX_FILTER_LENGTH} characters.", scim_type="invalidFilter")
     try:
         return ScimFilter[model](text).ast
     except SCIMException as exc:
-        raise InvalidFilterException(detail=f"Invalid filter {text[:200]!r}: {exc.detail}") from exc
+        raise Invalid(f"Invalid filter {text[:200]!r}: {exc.detail}", scim_type="invalidFilter") from exc
     except (ValidationError, ValueError, RecursionError) as exc:
-        raise InvalidFilterException(detail=f"Invalid filter {text[:200]!r}: {exc}") from exc
+        raise Invalid(f"Invalid filter {text[:200]!r}: {exc}", scim_type="invalidFilter") from exc
 
 
 #: The timestamps of a resource's ``meta`` (RFC 7643 section 3.1), written as they are stored.
