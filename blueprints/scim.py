@@ -47,6 +47,7 @@ from ..directory.protocol import (
 )
 from ..directory.resources import Site
 from ..store import Conflict, Unavailable, scim_tokens
+from ..web.auth import MAX_TOKEN_LENGTH
 from ..web.database import connection
 from ..web.errors import AuthenticationRequired, TooManyRequestsError
 from ..web.operations import query_pairs, read_body
@@ -151,7 +152,8 @@ def _body() -> dict[str, Any]:
 
 def _authenticate() -> None:
     """Let the request through when it carries the current SCIM token (spec 4.5), as
-    ``Bearer <token>`` (the scheme in any case).
+    ``Bearer <token>`` (the scheme in any case; tokens longer than
+    :data:`~flagadmin.web.auth.MAX_TOKEN_LENGTH` are not looked up).
 
     :raise AuthenticationRequired: 401 otherwise, with ``WWW-Authenticate``.
     :raise TooManyRequestsError: 429 when the address failed too often lately.
@@ -161,7 +163,7 @@ def _authenticate() -> None:
     if (
         scheme.lower() == "bearer"
         and token
-        and len(token) <= 512
+        and len(token) <= MAX_TOKEN_LENGTH
         and scim_tokens.is_active(connection(), token)
     ):
         return
