@@ -65,50 +65,52 @@ def _masked_or(pattern: str) -> str:
     return r"^(?:\*\*\*\*\*|" + pattern[1:-1] + r")$"
 
 
-def _parameters_schema(name: str, *, masks: bool) -> type[Schema]:
-    """The webhook provider's parameters; ``masks``: sensitive ones may be ``*****`` (PUT)."""
-
-    def pattern(regex: str, sensitive: bool) -> validate.Regexp:
-        return validate.Regexp(_masked_or(regex) if masks and sensitive else regex)
-
-    def text(max_length: int, description: str, *, sensitive: bool = False, regex: str | None = None):
-        checks = [validate.Length(max=max_length)]
-        if regex is not None:
-            checks.append(pattern(regex, sensitive))
-        return fields.String(validate=checks, metadata={"description": description})
-
-    definitions = {p.name: p for p in webhooks.PARAMETERS}
-    attributes = {
-        "Meta": type("Meta", (), {"unknown": RAISE}),
-        "url": fields.String(
-            required=True,
-            validate=[validate.Length(min=1, max=webhooks.MAX_URL), pattern(webhooks.URL_PATTERN, True)],
-            metadata={"description": definitions["url"].description},
-        ),
-        "contentType": text(
-            webhooks.MAX_CONTENT_TYPE,
-            definitions["contentType"].description,
-            regex=webhooks.HEADER_VALUE_PATTERN,
-        ),
-        "authorization": text(
-            webhooks.MAX_AUTHORIZATION,
-            definitions["authorization"].description,
-            sensitive=True,
-            regex=webhooks.HEADER_VALUE_PATTERN,
-        ),
-        "customHeaders": text(
-            webhooks.MAX_CUSTOM_HEADERS, definitions["customHeaders"].description, sensitive=True
-        ),
-        "bodyTemplate": text(webhooks.MAX_BODY_TEMPLATE, definitions["bodyTemplate"].description),
-        "secret": text(128, definitions["secret"].description, sensitive=True, regex=webhooks.SECRET_PATTERN),
-        "__doc__": "Parameters of the webhook provider"
-        + (" (a sensitive one sent as ***** keeps its stored value)." if masks else "."),
-    }
-    return type(name, (Schema,), attributes)
+#: The webhook provider's parameters' descriptions, by name (its addonTypeSchema).
+_DESCRIPTIONS = {p.name: p.description for p in webhooks.PARAMETERS}
 
 
-WebhookParametersSchema = _parameters_schema("WebhookParametersSchema", masks=False)
-WebhookParametersUpdateSchema = _parameters_schema("WebhookParametersUpdateSchema", masks=True)
+def _text(name: str, max_length: int, regex: str | None = None) -> fields.String:
+    """An optional text parameter of the webhook provider: at most ``max_length`` characters,
+    matching ``regex`` when given."""
+    checks: list[validate.Validator] = [validate.Length(max=max_length)]
+    if regex is not None:
+        checks.append(validate.Regexp(regex))
+    return fields.String(validate=checks, metadata={"description": _DESCRIPTIONS[name]})
+
+
+def _url(regex: str) -> fields.String:
+    """The webhook provider's ``url`` parameter, matching ``regex``."""
+    return fields.String(
+        required=True,
+        validate=[validate.Length(min=1, max=webhooks.MAX_URL), validate.Regexp(regex)],
+        metadata={"description": _DESCRIPTIONS["url"]},
+    )
+
+
+class WebhookParametersSchema(Schema):
+    """Parameters of the webhook provider."""
+
+    class Meta:
+        unknown = RAISE
+
+    url = _url(webhooks.URL_PATTERN)
+    contentType = _text("contentType", webhooks.MAX_CONTENT_TYPE, webhooks.HEADER_VALUE_PATTERN)
+    authorization = _text("authorization", webhooks.MAX_AUTHORIZATION, webhooks.HEADER_VALUE_PATTERN)
+    customHeaders = _text("customHeaders", webhooks.MAX_CUSTOM_HEADERS)
+    bodyTemplate = _text("bodyTemplate", webhooks.MAX_BODY_TEMPLATE)
+    secret = _text("secret", 128, webhooks.SECRET_PATTERN)
+
+
+class WebhookParametersUpdateSchema(WebhookParametersSchema):
+    """Parameters of the webhook provider (a sensitive one sent as ***** keeps its stored value)."""
+
+    # The sensitive parameters with a pattern also accept *****; customHeaders (sensitive, no
+    # pattern) already does.
+    url = _url(_masked_or(webhooks.URL_PATTERN))
+    authorization = _text(
+        "authorization", webhooks.MAX_AUTHORIZATION, _masked_or(webhooks.HEADER_VALUE_PATTERN)
+    )
+    secret = _text("secret", 128, _masked_or(webhooks.SECRET_PATTERN))
 
 
 def _names(description: str) -> fields.List:
@@ -120,74 +122,68 @@ def _names(description: str) -> fields.List:
     )
 
 
-def _config_schema(name: str, parameters: type[Schema], doc: str) -> type[Schema]:
-    attributes = {
-        "Meta": type("Meta", (), {"unknown": RAISE}),
-        "provider": fields.String(
-            required=True,
-            validate=validate.OneOf(sorted(configs.PROVIDERS)),
-            metadata={"description": "The provider, case sensitive: flagadmin delivers through webhook."},
-        ),
-        "description": fields.String(
-            allow_none=True,
-            load_default=None,
-            validate=validate.Length(max=MAX_DESCRIPTION),
-            metadata={"description": "A description of the configuration."},
-        ),
-        "enabled": StrictBoolean(
-            required=True, metadata={"description": "Whether the configuration handles events."}
-        ),
-        "parameters": fields.Nested(parameters, required=True),
-        "events": fields.List(
-            fields.String(validate=validate.OneOf(EVENT_TYPES)),
-            required=True,
-            validate=validate.Length(max=len(EVENT_TYPES)),
-            metadata={"description": "The event types (spec 6) this configuration handles."},
-        ),
-        "projects": _names("Projects whose events it handles; empty (or first item *): all."),
-        "environments": _names("Environments whose events it handles; empty (or first item *): all."),
-        "maxInFlight": StrictInteger(
-            allow_none=True,
-            load_default=None,
-            validate=validate.Range(1, 100),
-            metadata={
-                "description": "Deliveries under way at once, retries waiting included; 1 keeps "
-                "events in order. null: FLAGADMIN_DELIVERY_MAX_IN_FLIGHT."
-            },
-        ),
-        "eventsKeep": StrictInteger(
-            allow_none=True,
-            load_default=None,
-            validate=validate.Range(1, 10**9),
-            metadata={
-                "description": "Rows of its log (4.1) kept, newest first. "
-                "null: FLAGADMIN_INTEGRATION_EVENTS_KEEP."
-            },
-        ),
-        "eventsMaxAge": fields.String(
-            allow_none=True,
-            load_default=None,
-            validate=validate.Regexp(MAX_AGE_PATTERN),
-            metadata={
-                "description": "Age (ISO 8601 duration, e.g. P30D) after which rows of its log "
-                "are deleted. null: FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE."
-            },
-        ),
-        "__doc__": doc,
-    }
-    return type(name, (Schema,), attributes)
+class AddonCreateSchema(Schema):
+    """A new integration configuration (the reference server's addonCreateUpdateSchema)."""
+
+    class Meta:
+        unknown = RAISE
+
+    provider = fields.String(
+        required=True,
+        validate=validate.OneOf(sorted(configs.PROVIDERS)),
+        metadata={"description": "The provider, case sensitive: flagadmin delivers through webhook."},
+    )
+    description = fields.String(
+        allow_none=True,
+        load_default=None,
+        validate=validate.Length(max=MAX_DESCRIPTION),
+        metadata={"description": "A description of the configuration."},
+    )
+    enabled = StrictBoolean(
+        required=True, metadata={"description": "Whether the configuration handles events."}
+    )
+    parameters = fields.Nested(WebhookParametersSchema, required=True)
+    events = fields.List(
+        fields.String(validate=validate.OneOf(EVENT_TYPES)),
+        required=True,
+        validate=validate.Length(max=len(EVENT_TYPES)),
+        metadata={"description": "The event types (spec 6) this configuration handles."},
+    )
+    projects = _names("Projects whose events it handles; empty (or first item *): all.")
+    environments = _names("Environments whose events it handles; empty (or first item *): all.")
+    maxInFlight = StrictInteger(
+        allow_none=True,
+        load_default=None,
+        validate=validate.Range(1, 100),
+        metadata={
+            "description": "Deliveries under way at once, retries waiting included; 1 keeps "
+            "events in order. null: FLAGADMIN_DELIVERY_MAX_IN_FLIGHT."
+        },
+    )
+    eventsKeep = StrictInteger(
+        allow_none=True,
+        load_default=None,
+        validate=validate.Range(1, 10**9),
+        metadata={
+            "description": "Rows of its log (4.1) kept, newest first. "
+            "null: FLAGADMIN_INTEGRATION_EVENTS_KEEP."
+        },
+    )
+    eventsMaxAge = fields.String(
+        allow_none=True,
+        load_default=None,
+        validate=validate.Regexp(MAX_AGE_PATTERN),
+        metadata={
+            "description": "Age (ISO 8601 duration, e.g. P30D) after which rows of its log "
+            "are deleted. null: FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE."
+        },
+    )
 
 
-AddonCreateSchema = _config_schema(
-    "AddonCreateSchema",
-    WebhookParametersSchema,
-    "A new integration configuration (the reference server's addonCreateUpdateSchema).",
-)
-AddonUpdateSchema = _config_schema(
-    "AddonUpdateSchema",
-    WebhookParametersUpdateSchema,
-    "An integration configuration's new content; a sensitive parameter sent as ***** keeps its value.",
-)
+class AddonUpdateSchema(AddonCreateSchema):
+    """An integration configuration's new content; a sensitive parameter sent as ***** keeps its value."""
+
+    parameters = fields.Nested(WebhookParametersUpdateSchema, required=True)
 
 
 class AddonSchema(Schema):
