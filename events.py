@@ -3,9 +3,16 @@
 Every write of flagadmin, whatever its door (the admin API, SCIM, the command line), calls
 :func:`record` inside the write transaction of the change: the event and the deliveries it
 owes to the matching integrations (the outbox) commit with the change or not at all. After the
-commit, the delivery workers are woken (:data:`on_recorded` listeners).
+commit, the delivery workers are woken (:func:`on_recorded` listeners).
 
 A seed load is a bootstrap, not a change: it records no events.
+
+Process-wide: the list of :func:`on_recorded` listeners. :func:`record` runs in domain code
+that knows a connection and no app (the API, SCIM and the command line alike), and a worker
+may run beside an app or without one (``flagadmin deliver``), so the one place both reach is
+the process. A listener is a wake-up call and carries nothing: a worker woken by a commit to
+another database (two apps in one process, as in the tests) looks for due deliveries, finds
+none of that commit's and sleeps again; its own deliveries are found by polling in any case.
 """
 
 from __future__ import annotations
