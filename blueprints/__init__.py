@@ -29,12 +29,12 @@ BLUEPRINTS = (
     scim_token.bp,
     scim.bp,
     health.bp,
-    # Issue 10: flags change through the API.
+    # Flags change through the API.
     features.bp,
     feature_archive.bp,
-    # Issue 8: integration configurations (the reference server's /api/admin/addons).
+    # Integration configurations (the reference server's /api/admin/addons).
     addons.bp,
-    # Issue 9: what SCIM groups grant (the SCIM service provider itself is scim.bp).
+    # What SCIM groups grant (the SCIM service provider itself is scim.bp).
     group_roles.bp,
 )
 

@@ -1,4 +1,4 @@
-"""Helpers of the flag-change tests (issue 10): the reference server's schemas (a copy kept in
+"""Helpers of the flag-change tests: the reference server's schemas (a copy kept in
 ``tests/reference/``), request bodies built from them, paths, and the events a change wrote."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def events_since(db, after: int) -> list[dict[str, Any]]:
     return list(reversed([e for e in recorded(db, limit=100) if e["id"] > after]))
 
 
-# --- every change of issue 10, ready to run -------------------------------------------------
+# --- every change of the flag changes, ready to run -------------------------------------------------
 
 #: The flag the changes of :data:`WRITES` make.
 NAME = "outbox-flag"

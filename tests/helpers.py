@@ -221,7 +221,7 @@ def table_counts(path: str | Path) -> dict[str, int]:
         return {name: conn.value(f'SELECT count(*) FROM "{name}"') for name in table_names(conn)}
 
 
-#: The views of issue 9 (SCIM); they read the columns users gained in schema version 3.
+#: The views of the SCIM (SCIM); they read the columns users gained in schema version 3.
 SCIM_VIEWS = (
     "project_roles",
     "direct_project_roles",
@@ -232,7 +232,7 @@ SCIM_VIEWS = (
 
 
 def users_as_in_version_2(conn: sqlite3.Connection) -> None:
-    """Give ``users`` its schema version 2 shape (before SCIM, issue 9): the same rows without
+    """Give ``users`` its schema version 2 shape (before SCIM): the same rows without
     the directory's columns and indexes. The views that read those columns go first; the
     directory's own tables stay (the upgrade creates them when missing)."""
     for view in SCIM_VIEWS:
@@ -248,8 +248,8 @@ def users_as_in_version_2(conn: sqlite3.Connection) -> None:
     )
 
 
-#: Statements that give the integration event log its schema version 6 shape (before issue 13
-#: stored each row's 4.1 item): ``state_details``, ``event`` and ``details`` as text, taken from
+#: Statements that give the integration event log its schema version 6 shape (before the
+#: schema stored each row's 4.1 item): ``state_details``, ``event`` and ``details`` as text, taken from
 #: the stored items, and no ``item``; by engine.
 LOG_AS_IN_VERSION_6 = {
     "sqlite": [
@@ -278,7 +278,7 @@ LOG_AS_IN_VERSION_6 = {
 
 
 #: Statements that give a SQLite file's integration event log its schema version 7 shape
-#: (before issue 13 clustered it by integration): rowid ``id``, no ``log_key``, no
+#: (before the log was clustered by integration): rowid ``id``, no ``log_key``, no
 #: ``integration_logs``. PostgreSQL's version 7 log is its version 8 log.
 LOG_AS_IN_VERSION_7 = [
     "CREATE TABLE integration_events_v7 (id INTEGER PRIMARY KEY,"

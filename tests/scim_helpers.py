@@ -1,4 +1,4 @@
-"""Helpers of the SCIM tests (issue 9): a SCIM client over the Flask test client, request
+"""Helpers of the SCIM tests: a SCIM client over the Flask test client, request
 bodies as identity providers write them, and bulk fixtures written with store functions."""
 
 from __future__ import annotations

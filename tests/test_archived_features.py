@@ -83,7 +83,7 @@ def test_archive__no_token__401(client, assert_valid):
     assert_valid(response, PATH)
 
 
-# --- the same document on both engines (issue 12) ---------------------------------------------
+# --- the same document on both engines ---------------------------------------------
 
 #: Archived flags whose JSON is easy to get wrong: names that order differently bytewise and
 #: by a language's collation, archived at the same moment (ties by name); a description with
@@ -207,7 +207,7 @@ def test_archive__bodies_abandoned_mid_stream__connections_come_back_and_the_nex
     assert len([n for n in names if n.startswith("bulk-")]) == many
 
 
-# --- the stored items (issue 13, schema version 9) -------------------------------------------
+# --- the stored items (schema version 9) -------------------------------------------
 
 
 def stored_and_made(db) -> tuple[dict, dict]:

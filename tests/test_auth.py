@@ -229,7 +229,7 @@ def test_token_lookup__by_digest__plain_token_never_sent_to_the_database(db, adm
 def test_token__credentials_changed_by_another_connection__401_on_the_very_next_request(
     client, db, alice, change, params
 ):
-    """Issue 12: another process's change reaches this one's remembered tokens at once: the
+    """Another process's change reaches this one's remembered tokens at once: the
     credentials version (moved by the triggers of api_tokens and users, on both engines) is
     read on every request."""
     # Given: alice's token, found valid and remembered

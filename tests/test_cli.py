@@ -234,7 +234,7 @@ def test_create_app__many_apps__never_run_git(database, monkeypatch):
         assert app.test_client().get("/health").status_code == 200
 
 
-# --- seeds on either engine (issue 12) ---------------------------------------------------------
+# --- seeds on either engine ---------------------------------------------------------
 
 IDS_GIVEN = {
     "users": [{"id": 500, "username": "given", "rootRole": "Admin"}],

@@ -1,4 +1,4 @@
-"""Issue 13: ``content_version`` moves for the writes that 4.2 (spec 4.2) or 4.4 (spec 4.4) can
+"""``content_version`` moves for the writes that 4.2 (spec 4.2) or 4.4 (spec 4.4) can
 show, and only for them, so that their answers stay cached (same ETag, 304) across the rest:
 a live flag's description, a new user with no role, the name of a user who is in no project.
 Each test also makes the nearest write that does show and sees the version move: the triggers

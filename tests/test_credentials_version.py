@@ -1,4 +1,4 @@
-"""Issue 13: ``credentials_version`` moves when a token could turn invalid or act as someone
+"""``credentials_version`` moves when a token could turn invalid or act as someone
 else, and only then. Every token found valid is kept (the ``callers`` cache) until it moves, so
 a counter moved by a write that changes no credentials sends every cached token back to the
 database. A SCIM PUT or PATCH writes every column of the user, ``active`` included: what counts

@@ -717,7 +717,7 @@ def test_serve__steady_traffic_without_a_pause__deliveries_keep_up(
 def test_two_processes__deliver_side_by_side__every_delivery_made_exactly_once_none_lost(
     client, admin_token, db, database, receiver, tmp_path
 ):
-    """Issue 12: two ``flagadmin deliver`` processes on one database (PostgreSQL, or one SQLite
+    """Two ``flagadmin deliver`` processes on one database (PostgreSQL, or one SQLite
     file) claim each delivery exactly once. No attempt fails, so the receiver must see every
     ``webhook-id`` once; each integration's window holds across processes (maxInFlight 1: in
     order), and each log (spec 4.1) stays gap-free with ids growing with ``seq``."""

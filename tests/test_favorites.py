@@ -1,4 +1,4 @@
-"""Issue 10: the calling user's favorite flags: favorite, unfavorite, the events (with no
+"""The calling user's favorite flags: favorite, unfavorite, the events (with no
 project, as the reference server records them), who may, and the personal dashboard (4.2)
 answering from the new state on the very next request."""
 

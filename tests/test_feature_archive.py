@@ -1,4 +1,4 @@
-"""Issue 10: archive a flag, revive it, delete it for good; permissions by role; the events
+"""Archive a flag, revive it, delete it for good; permissions by role; the events
 written; and 4.2 and 4.4 answering from the new state on the very next request (their caches
 and ETags follow each write)."""
 

@@ -1,4 +1,4 @@
-"""Issue 10: every flag change appears as an event to a matching integration: the change
+"""Every flag change appears as an event to a matching integration: the change
 writes its delivery (the outbox row) in its own transaction for each matching integration,
 and none for an integration whose filters do not match; and, through a real ``flagadmin
 serve`` with its delivery workers, a local receiver gets the event."""

@@ -1,4 +1,4 @@
-"""Issue 10: a project's flags through the API: list, create, read, update (PUT and JSON
+"""A project's flags through the API: list, create, read, update (PUT and JSON
 Patch), switch on and off, the name check; permissions by role; the events written; and 4.2
 and 4.4 answering from the new state on the very next request.
 
@@ -348,7 +348,7 @@ def test_create__twenty_concurrent_creates_of_one_name__exactly_one_201(live_ser
 def test_create__twenty_concurrent_creates_of_one_name_over_two_processes__exactly_one_201(
     live_server, alice
 ):
-    # Given: two servers on one database (two hosts behind a load balancer, issue 12), and 20
+    # Given: two servers on one database (two hosts behind a load balancer), and 20
     # clients ready at one barrier, half on each
     servers = [live_server(threads=4), live_server(threads=4)]
     barrier = threading.Barrier(20)
@@ -746,7 +746,7 @@ def test_validate__taken_or_invalid__400_naming_name(client, victor, name, why):
 def test_write__next_4_2_and_4_4_requests__answer_the_new_state(
     client, make_app, alice, change, given, when, types
 ):
-    """After each change of issue 10, the next 4.2 and 4.4 requests, sent with the ETags of
+    """After each change of the flag changes, the next 4.2 and 4.4 requests, sent with the ETags of
     the answers given (and cached) before it, answer exactly what a new app with empty caches
     answers: 304 only when that answer is unchanged, else 200 with the new body."""
     # Given: the state before the change, and 4.2 and 4.4 answered (and cached) for alice

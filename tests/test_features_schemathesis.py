@@ -1,4 +1,4 @@
-"""Issue 10: hostile and generated input on the flag routes, with schemathesis: every check it
+"""Hostile and generated input on the flag routes, with schemathesis: every check it
 has, on positive and negative data, operation by operation; then its stateful phase, which
 follows the document's links from a create to the get, update, patch, archive, revive and
 delete of the same flag.
@@ -20,7 +20,7 @@ from schemathesis.config import SchemathesisConfig
 from flagadmin.store import connect
 from flagadmin.store import features as store_features
 
-#: The routes of issue 10 (4.4's own GET /api/admin/archive/features is tested elsewhere).
+#: The routes of the flag changes (4.4's own GET /api/admin/archive/features is tested elsewhere).
 FLAG_ROUTES = r"^/api/admin/(projects/|features/validate|archive/(revive/|(?!features$)))"
 
 CONFIG = {

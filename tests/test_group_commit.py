@@ -1,4 +1,4 @@
-"""Group commit on SQLite (store/engine.py's WalSync, issue 13): a write returns only once an
+"""Group commit on SQLite (store/engine.py's WalSync): a write returns only once an
 fdatasync of the WAL that began after its COMMIT has returned, and concurrent writers share
 those syncs. Real files, real threads, real fdatasync calls."""
 

@@ -1,4 +1,4 @@
-"""Issue 9: what SCIM groups grant is flagadmin's: `flagadmin group-role` (a contract: scripts
+"""What SCIM groups grant is flagadmin's: `flagadmin group-role` (a contract: scripts
 use it) and /api/admin/group-roles (ADMIN only), each recorded as an event; and the command
 line leaves users the directory deactivated alone."""
 

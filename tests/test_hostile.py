@@ -463,7 +463,7 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
     fail the run too. The token is a personal token of the user ``admin`` (root role Admin),
     the one kind of token with which all five operations can answer 200 (spec 5: an admin API
     token has no user, so 4.2 answers it 403)."""
-    # Given: issue 8's integration configurations take any host when private addresses are
+    # Given: the webhook integration configurations take any host when private addresses are
     # allowed (a public-address check needs DNS), and the server delivers nothing (no thread
     # sends events to the hosts schemathesis makes up); a test delivery gives up after 1 s.
     # The ignored_auth check sends unauthenticated requests to every operation, more than the
@@ -477,7 +477,7 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
             "FLAGADMIN_AUTH_FAILURE_LIMIT": "100000/minute",
         }
     )
-    # Issue 10's routes answer 400 naming the field to data that fits the schema but not the
+    # the flag changes' routes answer 400 naming the field to data that fits the schema but not the
     # store (a flag name already taken, a patch of a read-only field): the issue asks for it.
     (tmp_path / "schemathesis.toml").write_text(
         "[warnings]\nfail-on = true\n\n"
@@ -533,7 +533,7 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
     assert result.returncode == 0, output[-4000:]
     assert "No issues found" in output
     assert "Stateful (not applicable)" not in output
-    # The declared link of 4.1 and the links schemathesis infers (issue 8's configurations:
+    # The declared link of 4.1 and the links schemathesis infers (the webhook configurations:
     # POST /api/admin/addons gives the id of /api/admin/addons/{id}) are followed.
     links = re.search(r"API Links:\s+(\d+) covered / (\d+) selected", output)
     assert links is not None and int(links.group(1)) >= 1, output[-4000:]

@@ -250,8 +250,8 @@ def test_events__integration_id_up_to_2_to_the_63__served(
 
 
 def test_page_query__deep_offset__one_index_seek_on_either_engine(db):
-    """Issue 12: a page at any offset is one seek, read backwards, with no sort and no scan:
-    on PostgreSQL of the ``(integration_id, seq)`` index; on SQLite (issue 13, schema 8) of the
+    """A page at any offset is one seek, read backwards, with no sort and no scan:
+    on PostgreSQL of the ``(integration_id, seq)`` index; on SQLite (schema 8) of the
     table itself, clustered by log, as one range of its rowid ``log_key``."""
     # Given: integration 1 with a long log, and the planner's statistics up to date
     entry = integration_events.Entry(1, "2026-11-22T02:00:00.000Z", "success", "ok", '{"id":1}', "{}")
@@ -413,7 +413,7 @@ def append_rows(db, integration_id: int, n: int) -> list[bytes]:
 
 
 def test_log__integration_id_of_64_bits__paged_and_deleted_whole(db, client, admin_token):
-    """Issue 13, schema 8: the log is clustered by a small log number, not by the integration's
+    """Schema 8: the log is clustered by a small log number, not by the integration's
     id, so a configuration whose id is the largest 64-bit value (a seed may give any id) has a
     log like any other: appended, paged newest first at any offset, deleted with its
     configuration."""

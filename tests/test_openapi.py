@@ -12,8 +12,8 @@ from flagadmin.web.operations import declared_operations
 
 SECTIONS = {"4.1", "4.2", "4.3", "4.4", "4.5"}
 
-# --- issue 10: flags change through the API (blueprints/features.py, feature_archive.py) ---
-FLAG_SECTION = "1 (flag changes, issue 10)"
+# --- flags change through the API (blueprints/features.py, feature_archive.py) ---
+FLAG_SECTION = "1 (flag changes)"
 FLAG_PATHS = {
     "/api/admin/projects/{projectId}/features",
     "/api/admin/projects/{projectId}/features/{featureName}",
@@ -27,7 +27,7 @@ FLAG_PATHS = {
 #: Their schemathesis run, with its own settings, is in test_features_schemathesis.py.
 FLAG_ROUTES = r"^/api/admin/(projects/|features/validate|archive/(revive/|(?!features$)))"
 
-# --- issue 8: integration configurations (blueprints/addons.py), in the runs below ------------
+# --- integration configurations (blueprints/addons.py), in the runs below ------------
 ADDON_SECTION = "2.2"
 ADDON_PATHS = {"/api/admin/addons", "/api/admin/addons/{id}", "/api/admin/addons/{id}/test"}
 #: Settings of the schemathesis apps: generated webhook URLs name any host, and are only
@@ -36,8 +36,8 @@ ADDON_PATHS = {"/api/admin/addons", "/api/admin/addons/{id}", "/api/admin/addons
 ADDON_SETTINGS = {"integrations_allow_private": True, "delivery_timeout": 1.0}
 
 
-# --- issue 9: what SCIM groups grant (blueprints/group_roles.py); /scim/v2 is not in it -------
-GROUP_ROLES_SECTION = "4.5 (SCIM group roles, issue 9)"
+# --- what SCIM groups grant (blueprints/group_roles.py); /scim/v2 is not in it -------
+GROUP_ROLES_SECTION = "4.5 (SCIM group roles)"
 GROUP_ROLES_PATHS = {
     "/api/admin/group-roles",
     "/api/admin/group-roles/root-role",
@@ -78,7 +78,7 @@ def test_document__security_scheme_and_error_statuses(openapi_document):
         for operation in operations.values():
             assert operation["security"] == [{"apiKey": []}]
             assert "401" in operation["responses"], path
-            # 200, or 201/202 for issue 10's create and archive
+            # 200, or 201/202 for the flag changes' create and archive
             assert {"200", "201", "202"} & set(operation["responses"]), path
     events = openapi_document["paths"]["/api/admin/addons/{id}/events"]["get"]
     assert set(events["responses"]) == {"200", "400", "401", "403", "404", "429", "503"}

@@ -1,5 +1,5 @@
 """What ships with the package: the schema and the demo dataset, and its shape; and what the
-one-file build (packaging/, issue 11) stamps, collects and installs."""
+one-file build (packaging/) stamps, collects and installs."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_readme__lists_every_command_and_docs_every_setting():
         assert f"flagadmin {command}" in readme
 
 
-# --- issue 11: one file to self-host (packaging/) ------------------------------------------
+# --- one file to self-host (packaging/) ------------------------------------------
 # What can be checked without building: the revision stamp, what the build collects, the
 # scripts and the systemd unit. packaging/smoke checks the built files themselves (in CI).
 

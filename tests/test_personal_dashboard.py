@@ -207,7 +207,7 @@ def test_dashboard__owner_name__falls_back_to_username_then_email(client, seed, 
     assert [o["name"] for o in body["projectOwners"]] == ["Named Person", "u601"]
 
 
-# --- the same on SQLite and PostgreSQL (issue 12) -------------------------------------------------
+# --- the same on SQLite and PostgreSQL -------------------------------------------------
 
 
 def test_projects_next_change__date_arithmetic__the_stored_format_lifetime_after_creation(db, seed):

@@ -1,4 +1,4 @@
-"""Issue 12: the promises flagadmin makes hold across processes, each tried with two real
+"""The promises flagadmin makes hold across processes, each tried with two real
 ``flagadmin serve`` processes on one database (a SQLite file, or PostgreSQL with
 ``--engine=postgresql``), and losing PostgreSQL under load (503, then recovery).
 

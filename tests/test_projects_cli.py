@@ -1,4 +1,4 @@
-"""Issue 10: projects, project roles and environments change from the command line (``flagadmin
+"""Projects, project roles and environments change from the command line (``flagadmin
 project create|update|delete``, ``flagadmin project role PROJECT USER ROLE [--remove]``,
 ``flagadmin environment add NAME``), each writing its spec-6 event; the roles given decide who
 may change a project's flags through the API at once; seeds declare environments."""

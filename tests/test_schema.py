@@ -211,7 +211,7 @@ def test_ensure_schema__version_2_database__data_version_becomes_content_version
 
 def test_ensure_schema__version_5_database__state_triggers_count_real_changes_only(db_path):
     """The real 5 -> 6 upgrade: a user's active state and a group's key move the version
-    counters when their value changes, not whenever a write assigns them (issue 13)."""
+    counters when their value changes, not whenever a write assigns them."""
     # Given: the demo database with version 5's two unconditional triggers
     conn = sqlite3.connect(db_path)
     log_as_in_version_6(conn)
@@ -272,7 +272,7 @@ def test_serve__newer_database__exits_nonzero_with_message_and_file_untouched(db
 
 
 def test_ensure_schema__version_3_database__content_version_triggers_narrowed(db_path):
-    """The real 3 -> 4 upgrade (issue 13): the content_version triggers of a version 3 file,
+    """The real 3 -> 4 upgrade: the content_version triggers of a version 3 file,
     which fire on every write to users, features and feature_environments, are replaced by
     the narrow ones: a live flag's description no longer moves the version, its stale flag
     does."""
@@ -312,7 +312,7 @@ def test_ensure_schema__version_3_database__content_version_triggers_narrowed(db
 
 
 def test_ensure_schema__version_4_database__features_creator_covers_the_dashboard_flags(db_path):
-    """The real 4 -> 5 upgrade (issue 13): features_creator gets 4.2's columns and
+    """The real 4 -> 5 upgrade: features_creator gets 4.2's columns and
     features_name_listed is added, so a user's flags and favorites are read from indexes alone;
     project roles check "active" in the partial index users_inactive, and still drop the roles
     of a deactivated user."""

@@ -1,4 +1,4 @@
-"""Issue 9: the request sequences real identity providers send, replayed against /scim/v2:
+"""The request sequences real identity providers send, replayed against /scim/v2:
 Okta (user lifecycle, Push Groups, the SPEC test's checks), Microsoft Entra ID (test
 connection, the enterprise extension, both PATCH dialects, disable, delete) and authentik
 (ServiceProviderConfig first, PUT updates, one member per PATCH operation). Payload shapes

@@ -1,4 +1,4 @@
-"""Issue 9: RFC 7643/7644 conformance of /scim/v2, checked by scim2-tester in-process (its
+"""RFC 7643/7644 conformance of /scim/v2, checked by scim2-tester in-process (its
 WSGI client over the app) on a fresh database, and discovery that tells the truth."""
 
 from __future__ import annotations

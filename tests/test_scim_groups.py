@@ -1,4 +1,4 @@
-"""Issue 9: /scim/v2/Groups (RFC 7643 section 4.2) and what groups grant: root roles and
+"""/scim/v2/Groups (RFC 7643 section 4.2) and what groups grant: root roles and
 project roles mapped in flagadmin, counted in 4.2 (spec 4.2: admins, projects, memberCount,
 projectOwners) and visibility exactly as direct roles, with the caches kept exact."""
 
@@ -499,7 +499,7 @@ def test_mapping_before_the_group_exists__applies_when_scim_creates_it(scim, db)
     assert "Owner" in visibility.project_roles(db, kenji, "growth")
 
 
-# --- the same on SQLite and PostgreSQL (issue 12) ------------------------------------------------
+# --- the same on SQLite and PostgreSQL ------------------------------------------------
 
 
 @pytest.mark.parametrize(("taken", "new", "status"), [("Ünit", "ÜNIT", 409), ("Ünit", "ünit", 201)])
@@ -535,7 +535,7 @@ def versions(db) -> dict[str, int]:
 
 def test_directory_writes__move_both_version_counters__not_when_nothing_changes(scim, db):
     """The token cache and 4.2's answers, in every process, rely on these counters (spec 4.2;
-    issue 12: a deactivated user's token gets 401 on the very next request anywhere)."""
+    a deactivated user's token gets 401 on the very next request anywhere)."""
     bob, sam = user_id(db, "bob"), user_id(db, "sam")
     steps = {
         "group created with a member": lambda: scim.create_group("Counted", [bob]),

@@ -1,4 +1,4 @@
-"""Issue 9: /scim/v2 against wrong credentials and hostile input: every route answers 401
+"""/scim/v2 against wrong credentials and hostile input: every route answers 401
 with a SCIM error to anything but the current SCIM token; malformed, deep, huge or strange
 bodies get SCIM errors, never a 500, and leave nothing half-written."""
 

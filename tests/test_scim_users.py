@@ -1,4 +1,4 @@
-"""Issue 9: /scim/v2/Users (RFC 7643 section 4.1, RFC 7644 section 3): create, read, list
+"""/scim/v2/Users (RFC 7643 section 4.1, RFC 7644 section 3): create, read, list
 with filters and paging, replace, patch, deactivate, delete; users flagadmin already had."""
 
 from __future__ import annotations
@@ -483,7 +483,7 @@ def test_delete__tombstone_404_after__username_and_external_id_free_again(scim, 
     assert kinds.count("user-deleted") == 1 and "group-user-removed" in kinds
 
 
-# --- the same answers on SQLite and PostgreSQL (issue 12) ---------------------------------------
+# --- the same answers on SQLite and PostgreSQL ---------------------------------------
 
 #: userName -> externalId of users whose filters read differently under another fold (Unicode
 #: lower()), another collation (a locale's order), or another LIKE (case-sensitive or not).

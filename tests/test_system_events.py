@@ -65,7 +65,7 @@ def test_record__committed__event_in_wire_shape_with_its_deliveries(db):
 
 
 def test_record__deliveries__each_its_own_webhook_id_in_the_standard_webhooks_form(db):
-    """The outbox rows are written by the database in one statement (issue 13), each with a
+    """The outbox rows are written by the database in one statement, each with a
     ``webhook-id`` of its own: ``msg_`` + 32 lower-case hex digits (Standard Webhooks)."""
     made = [
         d["webhook_id"]
@@ -101,7 +101,7 @@ def test_record__after_the_newest_event_is_deleted__ids_still_grow(db):
 
 
 def test_record__while_another_connection_deletes_a_matching_integration__no_delivery_no_error(db, database):
-    """Issue 12: a change recorded while another connection (another process, on PostgreSQL)
+    """A change recorded while another connection (another process, on PostgreSQL)
     deletes an integration that matches it waits for the delete, then owes that integration
     nothing: no outbox row pointing at a deleted configuration, no foreign-key failure."""
     # Given: another connection deleting webhook 1 (which takes every event type), not yet

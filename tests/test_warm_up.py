@@ -1,4 +1,4 @@
-"""Issue 13: connections warmed before traffic (store/warm.py, AppState.prewarm, serve)."""
+"""Connections warmed before traffic (store/warm.py, AppState.prewarm, serve)."""
 
 from __future__ import annotations
 

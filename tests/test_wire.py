@@ -1,4 +1,4 @@
-"""A view's answer already in its response schema's shape (``web.operations.Wire``, issue 13):
+"""A view's answer already in its response schema's shape (``web.operations.Wire``):
 sent as it is, and held to the schema under TESTING."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The process's one writing connection on SQLite (store/engine.py's ``_Writer``, issue 13):
+"""The process's one writing connection on SQLite (store/engine.py's ``_Writer``):
 every :meth:`Connection.write` of every thread runs its statements on one connection, whose page
 cache survives the writes (SQLite empties a connection's cache whenever another connection has
 committed), and each thread's own connection is itself again once the write is over. Real

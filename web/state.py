@@ -30,7 +30,7 @@ DEFAULT_CACHE_BYTES = {
     "personal_dashboards": 32 * 1024 * 1024,
     # A Viewer's 4.4 answer at the benchmark's reference size is about 40 KB (and its gzip about
     # 5 KB): 48 MiB keeps the archives of about a thousand such callers, where 16 MiB dropped
-    # each of 690 Viewers' answers before it was asked again (bench/RESULTS.md, issue 13).
+    # each of 690 Viewers' answers before it was asked again (bench/RESULTS.md).
     "archived_features": 48 * 1024 * 1024,
     "dashboard_parts": 4 * 1024 * 1024,
     "callers": 4 * 1024 * 1024,
@@ -101,7 +101,7 @@ class AppState:
     def prewarm(self, count: int) -> int:
         """Open ``count`` connections to the app's SQLite database and warm each one
         (:func:`flagadmin.store.warm.warm`), for the first requests of ``count`` server
-        threads: a thread's first request then costs what its later ones do (issue 13).
+        threads: a thread's first request then costs what its later ones do.
         Returns how many were opened: ``count``, or 0 on PostgreSQL (its pool opens its own).
 
         :raise flagadmin.store.StoreError: the database cannot be opened or read.
