@@ -74,7 +74,7 @@ def backup(database: str, path: str, force: bool) -> None:
 
     Uses SQLite's online backup API; PATH is a single self-contained file, checked with
     PRAGMA integrity_check before it takes its name. An existing PATH is refused unless
-    --force. To restore, stop the server and serve the copy (see the README).
+    --force. To restore, stop the server and serve the copy (see docs/operations.md).
 
     \b
     Example:

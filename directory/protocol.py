@@ -7,7 +7,7 @@ real identity providers through (:data:`POLICY`), the discovery documents, the l
 parsing of requests (JSON body, paging, ``attributes``, ``filter``) and the one way errors are
 written (:func:`error_body`).
 
-Decisions where the RFCs leave a choice (see the README, "SCIM provisioning"):
+Decisions where the RFCs leave a choice (see docs/scim.md):
 
 - Unknown attributes and schema URNs (the enterprise extension, Entra's ADSCIM group schema,
   Okta's ``password``, ``locale``) are accepted and ignored, never refused.

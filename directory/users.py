@@ -2,7 +2,7 @@
 list, 3.5.1 replace, 3.5.2 PATCH, 3.6 delete): a user's stored columns and its SCIM document,
 and the operations of ``/Users``.
 
-Rules (README "SCIM provisioning"): a SCIM-created user has root role Viewer; its effective
+Rules (docs/scim.md): a SCIM-created user has root role Viewer; its effective
 root role is the highest of its own and its groups'. A user flagadmin already had keeps its
 root role, and becomes SCIM-managed (read-only outside SCIM) when SCIM first writes it.
 Deactivation (``active`` false) keeps the user readable and revokes its personal access

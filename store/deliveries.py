@@ -250,7 +250,7 @@ def claim(
     database's one writer; on PostgreSQL it is an advisory transaction lock that every claim
     and every recorded outcome, in every process, takes first: claims never interleave, so a
     delivery is taken by exactly one worker and each integration's window holds across
-    processes (see the README's PostgreSQL section).
+    processes (see docs/postgresql.md).
     """
     if not conn.in_transaction:
         best, next_due, disabled = _scan(conn, now, default_window)

@@ -1,5 +1,5 @@
 """Online backup (``flagadmin backup``): consistent copies while the server writes, never a
-half-written file, refused destinations, and the README's restore steps."""
+half-written file, refused destinations, and docs/operations.md's restore steps."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_backup__missing_database__refused_and_not_created(invoke, tmp_path):
 
 
 def test_backup__restore_by_copying_over_a_stopped_database__served_again(db_path, tmp_path):
-    """The README's restore steps: stop the server, remove the database's -wal and -shm, copy
+    """docs/operations.md's restore steps: stop the server, remove the database's -wal and -shm, copy
     the backup over the database file, start the server."""
     # Given: a backup, then a change made after it
     copy = tmp_path / "copy.db"
@@ -138,7 +138,7 @@ def test_backup__restore_by_copying_over_a_stopped_database__served_again(db_pat
     conn.execute("DELETE FROM favorite_features")
     conn.commit()
     conn.close()
-    # When: restored as the README says
+    # When: restored as docs/operations.md says
     for suffix in ("-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(copy, db_path)

@@ -28,7 +28,7 @@ def test_sigkill__during_scim_generations_and_reads__integrity_ok_and_only_the_n
     live_server, db_path
 ):
     """Spec 4.5 and 3: generating a SCIM token revokes every earlier one, and a generation
-    that answered 200 is durable (README "Storage and durability"), even when the process is
+    that answered 200 is durable (docs/operations.md, "Durability"), even when the process is
     SIGKILLed in the middle of concurrent generations.
 
     The order checked is the real-time one: a token whose 200 was read before another
@@ -115,7 +115,7 @@ def big_seed_document(path: Path, events: int, detail_bytes: int) -> None:
 
 @pytest.mark.slow
 def test_seed__sigkill_halfway_through_the_write__database_as_before(db_path, tmp_path):
-    """README "Seed documents": one seed call is one transaction. A load killed in the middle of
+    """docs/seed-format.md: one seed call is one transaction. A load killed in the middle of
     its write leaves the database exactly as it was."""
     # Given: the demo database, and a valid seed document of about 120 MB
     big = tmp_path / "big.json"
@@ -149,7 +149,7 @@ def test_seed__sigkill_halfway_through_the_write__database_as_before(db_path, tm
 
 
 def test_seed__fails_after_its_first_table_is_written__database_as_before(db, db_path, monkeypatch):
-    """README "Seed documents": one seed call is one transaction. A failure after users,
+    """docs/seed-format.md: one seed call is one transaction. A failure after users,
     projects and flags were written (here, in the integration events, the last table) leaves
     nothing of the load behind."""
     # Given: a valid document touching every table, and a failure injected into the last step

@@ -123,7 +123,7 @@ class AnswerCache(Generic[V]):
     """Values by key, at most ``max_bytes`` of them (a value's ``size`` attribute plus
     :data:`ENTRY_OVERHEAD`), least recently used dropped first; safe across threads.
 
-    ``name`` says what the cache holds (for logs and the README); ``enabled=False`` makes
+    ``name`` says what the cache holds (for logs and the docs); ``enabled=False`` makes
     every :meth:`get_or_build` build.
     """
 
