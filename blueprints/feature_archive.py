@@ -1,12 +1,14 @@
-"""Issue 10: the archive's writes, on the reference server's paths: revive an archived flag,
-delete one for good. Reading the archive is 4.4 (``archived_features``)."""
+"""The archive's writes, on the reference server's paths: revive an archived flag, delete one
+for good (``flagadmin.flags.changes``). Their paths name no project: the permission each needs
+is checked in the flag's project. Reading the archive is 4.4 (``archived_features``)."""
 
 from __future__ import annotations
 
 from flask import Blueprint
 from werkzeug.routing import BaseConverter
 
-from ..flags import features
+from ..flags import access, changes
+from ..web.auth import Permission
 from ..web.operations import PathParameter, operation
 from ..web.state import state
 from .features import SECTION
@@ -45,13 +47,14 @@ FLAG = {"featureName": PathParameter("Name of an archived flag.")}
     summary="Revive an archived flag",
     response=None,
     path=FLAG,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.UPDATE_FEATURE, "the flag's project"),
+    statuses=(409,),
 )
 def revive_feature(caller, conn, featureName):
     """Bring the archived flag back to its project, switched off in every environment (as the
-    reference server revives); it leaves 4.4 and is live again. Needs UPDATE_FEATURE in the
-    flag's project. A live flag is 409, with what to do instead. Records ``feature-revived``."""
-    features.revive(conn, caller, featureName, state().clock)
+    reference server revives); it leaves 4.4 and is live again. A live flag is 409, with what
+    to do instead. Records ``feature-revived``."""
+    changes.revive(conn, caller, featureName, state().clock)
 
 
 @operation(
@@ -62,10 +65,11 @@ def revive_feature(caller, conn, featureName):
     summary="Delete an archived flag",
     response=None,
     path=DELETED_FLAG,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.DELETE_FEATURE, "the flag's project"),
+    statuses=(409,),
 )
 def delete_feature(caller, conn, featureName):
     """Delete the archived flag for good, with its environments, tags and favorites; its
-    name becomes free. Needs DELETE_FEATURE in the flag's project. A live flag is 409:
-    archive it first. Records ``feature-deleted`` (the flag as ``preData``)."""
-    features.delete(conn, caller, featureName, state().clock)
+    name becomes free. A live flag is 409: archive it first. Records ``feature-deleted`` (the
+    flag as ``preData``)."""
+    changes.delete(conn, caller, featureName, state().clock)

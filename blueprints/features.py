@@ -1,9 +1,11 @@
-"""Issue 10: a project's flags through the API, on the reference server's own paths and
-bodies: list, create, read, update (PUT, and JSON Patch per RFC 6902), switch on and off per
-environment, archive, favorite; and the name check. The rules and the events are in
-``flagadmin.features``; the bodies are the reference server's ``createFeatureSchema``,
+"""A project's flags through the API, on the reference server's own paths and bodies: list,
+create, read, update (PUT, and JSON Patch per RFC 6902), switch on and off per environment,
+archive, favorite; and the name check. The rules and the events are in ``flagadmin.flags``
+(``reads``, ``changes``, ``updates``; who may do what in ``access``, the answers' shapes in
+``wire``); the bodies are the reference server's ``createFeatureSchema``,
 ``updateFeatureSchema``, ``patchesSchema``, ``validateFeatureSchema``, ``featureSchema`` and
-``projectFeaturesSchema``.
+``projectFeaturesSchema``. Each operation declares the project permission it needs
+(:meth:`Permission.in_project`); the domain checks it, as only it knows the flag's project.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any, ClassVar
 from flask import Blueprint
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from ..flags import features
+from ..flags import access, changes, reads, updates
+from ..flags.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from ..records import Timestamp
 from ..spec import FLAG_TYPES
 from ..web.auth import Permission
@@ -22,8 +25,9 @@ from ..web.state import state
 
 bp = Blueprint("features", __name__, url_prefix="/api/admin")
 
-#: The section of the spec these operations belong to: "other operations of the service".
-SECTION = "1 (flag changes, issue 10)"
+#: The section of the spec these operations belong to: "other operations of the service" (1),
+#: here the flag changes the reference server makes on these paths.
+SECTION = "1 (flag changes, on the reference server's paths)"
 
 PROJECT = {"projectId": PathParameter("Id of the project.")}
 FLAG = {**PROJECT, "featureName": PathParameter("Name of the flag.")}
@@ -44,10 +48,10 @@ class StrictBoolean(fields.Boolean):
 def _flag_name(**kwargs: Any) -> fields.String:
     return fields.String(
         validate=[
-            validate.Length(min=1, max=features.NAME_MAX_LENGTH),
-            validate.Regexp(features.NAME_PATTERN, error=features.NAME_RULE),
+            validate.Length(min=1, max=NAME_MAX_LENGTH),
+            validate.Regexp(NAME_PATTERN, error=NAME_RULE),
         ],
-        metadata={"description": "Unique flag name: " + features.NAME_RULE + ".", "example": "new-checkout"},
+        metadata={"description": "Unique flag name: " + NAME_RULE + ".", "example": "new-checkout"},
         **kwargs,
     )
 
@@ -235,13 +239,12 @@ def _flag_links(name: str) -> dict[str, dict]:
     summary="List a project's live flags",
     response=ProjectFlagsSchema(),
     path=PROJECT,
-    statuses=(403,),
+    permission=Permission.in_project(None),
 )
 def get_features(caller, conn, projectId):
     """The live flags of the project, newest created first, with their environments, tags
-    and whether the caller favorited each. Admins and Editors see every project; others the
-    projects where they hold a role."""
-    return Wire(features.project_features(conn, caller, projectId))
+    and whether the caller favorited each."""
+    return Wire(reads.project_features(conn, caller, projectId))
 
 
 @operation(
@@ -254,7 +257,7 @@ def get_features(caller, conn, projectId):
     body=CreateFlagSchema(),
     path=PROJECT,
     status=201,
-    statuses=(403,),
+    permission=Permission.in_project(access.CREATE_FEATURE),
     links={
         **_flag_links("$response.body#/name"),
         "ToggleFeatureEnvironmentOn": {
@@ -269,10 +272,10 @@ def get_features(caller, conn, projectId):
 )
 def create_feature(caller, conn, projectId, body):
     """Create a flag in the project: in every environment of the install, switched off,
-    created by the caller (so it shows in her personal dashboard, 4.2). Needs CREATE_FEATURE
-    in the project. A name taken by a live or an archived flag, an invalid name or an unknown
-    type is refused with 400 naming the field. Records ``feature-created``."""
-    return Wire(features.create(conn, caller, projectId, body, state().clock))
+    created by the caller (so it shows in her personal dashboard, 4.2). A name taken by a live
+    or an archived flag, an invalid name or an unknown type is refused with 400 naming the
+    field. Records ``feature-created``."""
+    return Wire(changes.create(conn, caller, projectId, body, state().clock))
 
 
 @operation(
@@ -282,11 +285,11 @@ def create_feature(caller, conn, projectId, body):
     summary="Get a flag",
     response=FlagSchema(),
     path=FLAG,
-    statuses=(403,),
+    permission=Permission.in_project(None),
 )
 def get_feature(caller, conn, projectId, featureName):
     """One live flag of the project; an archived flag is 404 here (4.4 lists it)."""
-    return Wire(features.get(conn, caller, projectId, featureName))
+    return Wire(reads.get(conn, caller, projectId, featureName))
 
 
 @operation(
@@ -298,15 +301,16 @@ def get_feature(caller, conn, projectId, featureName):
     response=FlagSchema(),
     body=UpdateFlagSchema(),
     path=FLAG,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.UPDATE_FEATURE),
+    statuses=(409,),
     links=_flag_links("$request.path.featureName"),
 )
 def update_feature(caller, conn, projectId, featureName, body):
     """Set the flag's description, type, stale and impressionData (a field left out takes
-    the value of a new flag). Needs UPDATE_FEATURE. Records ``feature-metadata-updated``, then
-    ``feature-stale-on`` or ``-off`` when stale changed; nothing when nothing changed. An
-    archived flag is 409: revive it first."""
-    return Wire(features.replace(conn, caller, projectId, featureName, body, state().clock))
+    the value of a new flag). Records ``feature-metadata-updated``, then ``feature-stale-on``
+    or ``-off`` when stale changed; nothing when nothing changed. An archived flag is 409:
+    revive it first."""
+    return Wire(updates.replace(conn, caller, projectId, featureName, body, state().clock))
 
 
 @operation(
@@ -318,13 +322,14 @@ def update_feature(caller, conn, projectId, featureName, body):
     response=FlagSchema(),
     body=PatchOperationSchema(many=True),
     path=FLAG,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.UPDATE_FEATURE),
+    statuses=(409,),
     links=_flag_links("$request.path.featureName"),
 )
 def patch_feature(caller, conn, projectId, featureName, body):
     """Apply a JSON Patch (RFC 6902) to the flag as GET shows it. Only /description, /type,
     /stale and /impressionData may change (400 names any other field); a failed ``test`` is
-    409 and changes nothing. Needs UPDATE_FEATURE. Records as PUT does."""
+    409 and changes nothing. Records as PUT does."""
     operations = []
     for op in body:
         operation_ = {"op": op["op"], "path": op["path"]}
@@ -333,11 +338,11 @@ def patch_feature(caller, conn, projectId, featureName, body):
         if "value" in op:
             operation_["value"] = op["value"]
         operations.append(operation_)
-    return Wire(features.patch(conn, caller, projectId, featureName, operations, state().clock))
+    return Wire(updates.patch(conn, caller, projectId, featureName, operations, state().clock))
 
 
 def _toggle(caller, conn, projectId, featureName, environment, enabled: bool):
-    flag = features.set_enabled(conn, caller, projectId, featureName, environment, enabled, state().clock)
+    flag = changes.set_enabled(conn, caller, projectId, featureName, environment, enabled, state().clock)
     return Wire(flag)
 
 
@@ -349,12 +354,13 @@ def _toggle(caller, conn, projectId, featureName, environment, enabled: bool):
     summary="Switch a flag on in an environment",
     response=FlagSchema(),
     path=FLAG_ENVIRONMENT,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.UPDATE_FEATURE_ENVIRONMENT),
+    statuses=(409,),
 )
 def toggle_feature_environment_on(caller, conn, projectId, featureName, environment):
     """Switch the flag on in the environment (4.4's ``environments[].enabled`` shows it once
-    archived). Needs UPDATE_FEATURE_ENVIRONMENT. Records ``feature-environment-enabled`` when
-    it was off. Unknown environment: 404; archived flag: 409."""
+    archived). Records ``feature-environment-enabled`` when it was off. Unknown environment:
+    404; archived flag: 409."""
     return _toggle(caller, conn, projectId, featureName, environment, True)
 
 
@@ -366,11 +372,12 @@ def toggle_feature_environment_on(caller, conn, projectId, featureName, environm
     summary="Switch a flag off in an environment",
     response=FlagSchema(),
     path=FLAG_ENVIRONMENT,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.UPDATE_FEATURE_ENVIRONMENT),
+    statuses=(409,),
 )
 def toggle_feature_environment_off(caller, conn, projectId, featureName, environment):
-    """Switch the flag off in the environment. Needs UPDATE_FEATURE_ENVIRONMENT. Records
-    ``feature-environment-disabled`` when it was on."""
+    """Switch the flag off in the environment. Records ``feature-environment-disabled`` when
+    it was on. Unknown environment: 404; archived flag: 409."""
     return _toggle(caller, conn, projectId, featureName, environment, False)
 
 
@@ -383,7 +390,8 @@ def toggle_feature_environment_off(caller, conn, projectId, featureName, environ
     response=None,
     path=FLAG,
     status=202,
-    statuses=(403, 409),
+    permission=Permission.in_project(access.DELETE_FEATURE),
+    statuses=(409,),
     links={
         "ReviveFeature": _link("revive_feature", project=False, name="$request.path.featureName"),
         "DeleteFeature": _link("delete_feature", project=False, name="$request.path.featureName"),
@@ -391,9 +399,9 @@ def toggle_feature_environment_off(caller, conn, projectId, featureName, environ
 )
 def archive_feature(caller, conn, projectId, featureName):
     """Archive the live flag (202, no body): it leaves the project's list and the personal
-    dashboard, and appears in 4.4. Needs DELETE_FEATURE. Archiving an archived flag is 409,
-    with what to do instead. Records ``feature-archived``."""
-    features.archive(conn, caller, projectId, featureName, state().clock)
+    dashboard, and appears in 4.4. Archiving an archived flag is 409, with what to do
+    instead. Records ``feature-archived``."""
+    changes.archive(conn, caller, projectId, featureName, state().clock)
 
 
 @operation(
@@ -408,9 +416,10 @@ def archive_feature(caller, conn, projectId, featureName):
 )
 def add_favorite_feature(caller, conn, projectId, featureName):
     """Add the flag to the calling user's favorites (her personal dashboard lists it, 4.2).
-    Needs a personal access token and a flag she can see. Records ``feature-favorited`` the
-    first time; favoriting again changes nothing."""
-    features.favorite(conn, caller, projectId, featureName, True, state().clock)
+    The flag must be in a project she can see (root role Admin or Editor, or any role in the
+    project). Records ``feature-favorited`` the first time; favoriting again changes
+    nothing."""
+    changes.favorite(conn, caller, projectId, featureName, True, state().clock)
 
 
 @operation(
@@ -425,8 +434,8 @@ def add_favorite_feature(caller, conn, projectId, featureName):
 )
 def remove_favorite_feature(caller, conn, projectId, featureName):
     """Take the flag out of the calling user's favorites. Records ``feature-unfavorited``
-    when it was one."""
-    features.favorite(conn, caller, projectId, featureName, False, state().clock)
+    when it was one. The flag must be in a project she can see."""
+    changes.favorite(conn, caller, projectId, featureName, False, state().clock)
 
 
 @operation(
@@ -440,5 +449,5 @@ def remove_favorite_feature(caller, conn, projectId, featureName):
 )
 def validate_feature(caller, conn, body):
     """200 (no body) when the name is valid and no flag, live or archived, has it; else 400
-    naming the ``name`` field and saying why. Any valid API token."""
-    features.validate_name(conn, body["name"])
+    naming the ``name`` field and saying why."""
+    changes.validate_name(conn, body["name"])

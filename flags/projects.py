@@ -1,11 +1,12 @@
 """Projects, the roles users hold in them, and the install's environments, as the command line
-changes them (issue 10), each change with its spec-6 event in its own transaction.
+changes them, each change with its event (spec 2.3, 6) in its own transaction.
 
 The API does not change projects (as in the reference server's open-source build): an
 operator does, with ``flagadmin project ...`` and ``flagadmin environment add``. The functions
 take the :class:`~flagadmin.events.Actor` that makes the change (``events.COMMAND_LINE`` for
 the command line, ``events.SCIM_CLIENT`` for group mappings), so every door records the same
-events.
+events. A change refused raises one of :mod:`flagadmin.refusals` (its message says why and what
+to do) and writes nothing.
 """
 
 from __future__ import annotations
@@ -14,25 +15,22 @@ from typing import Any
 
 from .. import events
 from ..events import Actor
+from ..refusals import Conflict, Invalid, NotFound
 from ..store import Connection
 from ..store import environments as store_environments
 from ..store import projects as store_projects
 from ..timestamps import SYSTEM_CLOCK, Clock
-from .features import ENVIRONMENT_TYPES, name_problem
-from .features import LOCK as FEATURES_LOCK
+from .changes import LOCK as FEATURES_LOCK
+from .names import ENVIRONMENT_TYPES, name_problem
 
 #: The transaction's lock name for project, role and environment changes: the flags' own, as
 #: these read and write what flag changes do (a project's flags before it is deleted, every
 #: live flag when an environment is added, the roles behind permissions): on PostgreSQL they
-#: serialise as SQLite's one writer serialises everything (issue 12).
+#: serialise as SQLite's one writer serialises everything.
 LOCK = FEATURES_LOCK
 
 #: Stands for "leave as it is" where None is a value (a description removed).
 UNCHANGED: Any = object()
-
-
-class Refused(ValueError):
-    """A change was refused and nothing was written; the message says why and what to do."""
 
 
 def _project_data(project: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +40,7 @@ def _project_data(project: dict[str, Any]) -> dict[str, Any]:
 def _existing(conn: Connection, project_id: str) -> dict[str, Any]:
     project = store_projects.get(conn, project_id)
     if project is None:
-        raise Refused(f'There is no project "{project_id}".')
+        raise NotFound(f'There is no project "{project_id}".')
     return project
 
 
@@ -57,14 +55,15 @@ def create(
     """Create a project (``name`` defaults to its id); record ``project-created`` with the
     project as ``data``. Returns ``{"id", "name", "description"}``.
 
-    :raise Refused: the id is not URL-friendly, or a project has it.
+    :raise Invalid: the id is not URL-friendly.
+    :raise Conflict: a project has it.
     """
     problem = name_problem(project_id)
     if problem:
-        raise Refused(f"The project id {problem}.")
+        raise Invalid(f"The project id {problem}.")
     with conn.write(LOCK):
         if store_projects.get(conn, project_id) is not None:
-            raise Refused(
+            raise Conflict(
                 f'A project "{project_id}" exists already; change it with `flagadmin project update`.'
             )
         store_projects.insert(conn, project_id, name or project_id, description or None)
@@ -84,10 +83,11 @@ def update(
     """Change a project's name and/or description (None or ``""`` removes it); record
     ``project-updated`` with ``data`` and ``preData``. Returns False when nothing changed.
 
-    :raise Refused: no such project, or an empty name.
+    :raise NotFound: no such project.
+    :raise Invalid: an empty name.
     """
     if name is not None and not name.strip():
-        raise Refused("A project's name cannot be empty.")
+        raise Invalid("A project's name cannot be empty.")
     with conn.write(LOCK):
         before = _project_data(_existing(conn, project_id))
         after = {
@@ -108,14 +108,14 @@ def delete(conn: Connection, actor: Actor, project_id: str, clock: Clock = SYSTE
     """Delete a project that holds no flag, live or archived, and its members' roles; record
     ``project-deleted``.
 
-    :raise Refused: no such project, or it still holds flags (the message says how many and
-        how to remove them).
+    :raise NotFound: no such project.
+    :raise Conflict: it still holds flags (the message says how many and how to remove them).
     """
     with conn.write(LOCK):
         _existing(conn, project_id)
         counts = store_projects.flag_counts(conn, project_id)
         if counts["live"] or counts["archived"]:
-            raise Refused(
+            raise Conflict(
                 f'Project "{project_id}" still holds {counts["live"]} live and {counts["archived"]} '
                 "archived flags, and a project is deleted only when it holds none: archive each live "
                 f"flag (DELETE /api/admin/projects/{project_id}/features/NAME), then delete each "
@@ -129,7 +129,7 @@ def _member(conn: Connection, project_id: str, username: str) -> tuple[dict[str,
     project = _existing(conn, project_id)
     user = store_projects.find_user(conn, username)
     if user is None:
-        raise Refused(f"No user has the username {username!r}.")
+        raise NotFound(f"No user has the username {username!r}.")
     return project, user
 
 
@@ -145,11 +145,12 @@ def set_role(
     ``project-user-role-changed`` (``preData.roleName``: her earlier roles, comma-separated)
     when she had others. Returns ``"added"``, ``"changed"`` or ``"unchanged"``.
 
-    :raise Refused: no such project or user, or an empty role.
+    :raise NotFound: no such project or user.
+    :raise Invalid: an empty role.
     """
     role = role.strip()
     if not role:
-        raise Refused("A role name cannot be empty.")
+        raise Invalid("A role name cannot be empty.")
     with conn.write(LOCK):
         _, user = _member(conn, project_id, username)
         before = store_projects.member_roles(conn, project_id, user["id"])
@@ -184,14 +185,14 @@ def remove_role(
     """Take ``role`` in the project from the user; record ``project-user-removed`` with the
     role she lost as ``preData``.
 
-    :raise Refused: no such project or user, or she does not hold that role there (the message
-        lists the roles she holds).
+    :raise NotFound: no such project or user, or she does not hold that role there (the
+        message lists the roles she holds).
     """
     with conn.write(LOCK):
         _, user = _member(conn, project_id, username)
         if not store_projects.remove_role(conn, project_id, user["id"], role):
             held = ", ".join(store_projects.member_roles(conn, project_id, user["id"])) or "none"
-            raise Refused(
+            raise NotFound(
                 f'{username} does not hold the role "{role}" in project "{project_id}" (her roles there: '
                 f"{held}). Nothing was changed."
             )
@@ -217,16 +218,17 @@ def add_environment(
     flags when revived). Records ``environment-created`` with the environment as ``data``.
     Returns ``{"name", "type", "sortOrder"}``.
 
-    :raise Refused: the name is not URL-friendly, the type unknown, or it exists already.
+    :raise Invalid: the name is not URL-friendly, or the type unknown.
+    :raise Conflict: it exists already.
     """
     problem = name_problem(name)
     if problem:
-        raise Refused(f"The environment name {problem}.")
+        raise Invalid(f"The environment name {problem}.")
     if type not in ENVIRONMENT_TYPES:
-        raise Refused(f"The environment type must be one of {', '.join(ENVIRONMENT_TYPES)}; got {type!r}.")
+        raise Invalid(f"The environment type must be one of {', '.join(ENVIRONMENT_TYPES)}; got {type!r}.")
     with conn.write(LOCK):
         if not store_environments.insert(conn, name, type, sort_order, clock.now_rfc3339()):
-            raise Refused(f'The environment "{name}" exists already.')
+            raise Conflict(f'The environment "{name}" exists already.')
         environment = store_environments.get(conn, name)
         events.record(
             conn,

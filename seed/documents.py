@@ -8,7 +8,7 @@ document of one call and writes all of them in one transaction, or refuses and w
 
 A seed load is a bootstrap: it writes no system events (spec 2.3) and delivers nothing.
 
-It behaves the same on both engines (issue 12). No text may hold the character NUL (U+0000),
+It behaves the same on both engines. No text may hold the character NUL (U+0000),
 which PostgreSQL cannot store: a document with one is refused, naming where. The load
 serialises with every writer of what it writes (:data:`SEED_LOCKS`): on SQLite the one writer
 does that; on PostgreSQL, where each kind of change takes its own write lock, the seed takes
@@ -28,8 +28,9 @@ from typing import Any
 import orjson
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from ..flags import features
-from ..flags.features import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
+from .. import refusals
+from ..flags import changes as flag_changes
+from ..flags.names import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from ..records import EventSchema, Timestamp, validation_messages
 from ..spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
 from ..store import Conflict, Connection
@@ -39,16 +40,19 @@ _ID = validate.Range(min=1, max=2**63 - 1)
 _TEXT = validate.Length(min=1)
 
 #: The write locks of the changes whose tables a seed writes: flags, projects and environments
-#: (:data:`flagadmin.features.LOCK`), users (the directory's ``max(id) + 1``), integration
+#: (:data:`flagadmin.flags.changes.LOCK`), users (the directory's ``max(id) + 1``), integration
 #: configurations (``max(id) + 1``) and their logs (``max(seq) + 1``). See the module's text.
-SEED_LOCKS: tuple[str, ...] = (features.LOCK, "directory", "integrations", "integration_events")
+SEED_LOCKS: tuple[str, ...] = (flag_changes.LOCK, "directory", "integrations", "integration_events")
 
 
-class SeedError(ValueError):
-    """A seed load was refused; ``problems`` lists each as ``file: record: field: message``."""
+class SeedError(refusals.Invalid):
+    """A seed load was refused and nothing was written: a refusal of invalid content
+    (:class:`~flagadmin.refusals.Invalid`) whose ``problems`` (its ``details`` too) list each
+    as ``file: record: field: message``; its message is the problems, one a line (what the
+    command line prints)."""
 
     def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
+        super().__init__("\n".join(problems), details=problems)
         self.problems = problems
 
 
@@ -86,7 +90,7 @@ class EnvironmentSeed(Schema):
 
 
 class InstallEnvironmentSeed(Schema):
-    """An environment of the install (issue 10); the environments that flags name are added
+    """An environment of the install; the environments that flags name are added
     with the defaults when no document declares them."""
 
     name = fields.String(

@@ -12,8 +12,8 @@ from flagadmin.web.operations import declared_operations
 
 SECTIONS = {"4.1", "4.2", "4.3", "4.4", "4.5"}
 
-# --- flags change through the API (blueprints/features.py, feature_archive.py) ---
-FLAG_SECTION = "1 (flag changes)"
+# --- flags change through the API (blueprints/features.py, feature_archive.py) -------------
+FLAG_SECTION = "1 (flag changes, on the reference server's paths)"
 FLAG_PATHS = {
     "/api/admin/projects/{projectId}/features",
     "/api/admin/projects/{projectId}/features/{featureName}",
@@ -36,8 +36,8 @@ ADDON_PATHS = {"/api/admin/addons", "/api/admin/addons/{id}", "/api/admin/addons
 ADDON_SETTINGS = {"integrations_allow_private": True, "delivery_timeout": 1.0}
 
 
-# --- what SCIM groups grant (blueprints/group_roles.py); /scim/v2 is not in it -------
-GROUP_ROLES_SECTION = "4.5 (SCIM group roles)"
+# --- what SCIM groups grant (blueprints/group_roles.py); /scim/v2 is not in it ---------------
+GROUP_ROLES_SECTION = "4.5 (the roles SCIM groups grant)"
 GROUP_ROLES_PATHS = {
     "/api/admin/group-roles",
     "/api/admin/group-roles/root-role",

@@ -8,8 +8,8 @@ Admins and Editors, and to anyone with a role in it.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
+from typing import ClassVar
 
 from flask import request
 
@@ -31,15 +31,45 @@ HOW_TO_AUTHENTICATE = (
 )
 
 
-class Permission(enum.Enum):
-    """What an operation needs of its caller; the value says it in words (OpenAPI text)."""
+@dataclass(frozen=True)
+class Permission:
+    """What an operation needs of its caller, declared once with it (``operation(...,
+    permission=...)``); ``value`` says it in words, and the OpenAPI document prints "Needs
+    ``value``." (so a view's docstring does not say it again).
+
+    :data:`ANY`, :data:`ADMIN` and :data:`USER` depend on the token alone: :func:`require`
+    checks them before the view runs. A project permission (:meth:`in_project`,
+    ``per_project`` True) depends on the project, which only the domain finds (the path's
+    project, or the named flag's): the view's domain code checks it
+    (``flagadmin.flags.access.require``, 403 naming the permission and the project), and
+    :func:`require` lets it pass. ``project_permission`` is its name (the reference server's,
+    e.g. ``CREATE_FEATURE``; None for seeing the project's flags).
+    """
+
+    value: str
+    per_project: bool = False
+    project_permission: str | None = None
 
     #: Any valid API token (spec 4.3, 4.4).
-    ANY = "any valid API token"
+    ANY: ClassVar[Permission]
     #: Root role Admin: an admin API token, or a personal token of an Admin (spec 4.1, 4.5).
-    ADMIN = "the ADMIN permission"
+    ADMIN: ClassVar[Permission]
     #: A personal access token: the operation is about the calling user (spec 4.2).
-    USER = "a personal access token"
+    USER: ClassVar[Permission]
+
+    @classmethod
+    def in_project(cls, name: str | None, project: str = "the path's project") -> Permission:
+        """The permission ``name`` (None: seeing the project's flags) in ``project`` (words
+        for where the project comes from), held by root roles Admin and Editor (an admin API
+        token acts as Admin) and by any role in that project (spec 5.3)."""
+        holders = "root role Admin or Editor (an admin API token acts as Admin), or any role in that project"
+        what = f"the {name} permission in {project}" if name else f"a token that sees {project}"
+        return cls(f"{what}: {holders}", per_project=True, project_permission=name)
+
+
+Permission.ANY = Permission("any valid API token")
+Permission.ADMIN = Permission("the ADMIN permission")
+Permission.USER = Permission("a personal access token")
 
 
 def bearer_token(header: str | None) -> str:
@@ -136,7 +166,8 @@ def _look_up(conn: Connection, token: str, credentials_version: int, app_state: 
 
 
 def require(caller: Caller, permission: Permission) -> None:
-    """Check that ``caller`` holds ``permission``.
+    """Check that ``caller`` holds ``permission`` (a project permission passes: the domain
+    checks it once it knows the project, see :class:`Permission`).
 
     :raise NoAccessError: the permission is missing; the message names it (spec 5.3, 7).
     """
