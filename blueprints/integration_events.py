@@ -77,7 +77,7 @@ def integration_id(text: str) -> int | None:
 def list_integration_events(caller, conn, id: str, limit: int, offset: int):
     """The events that integration ``id`` handled, newest first, ``limit`` from ``offset``.
 
-    Needs the ADMIN permission. An ``id`` that names no integration configuration, numeric
+    An ``id`` that names no integration configuration, numeric
     or not, is 404 NotFoundError (spec 4.1, 7). Items are built in their wire shape (no
     marshmallow pass); :class:`IntegrationEventsSchema` documents them. Rows are only added at
     the head of the log and deleted (retention) at its low end, so a page is kept by the log's

@@ -128,7 +128,7 @@ def dashboard(conn, caller, now: str, version) -> tuple[tuple[bytes, ...], int, 
 def get_personal_dashboard(caller, conn):
     """The calling user's projects (with health), flags, the admins and the project owners.
 
-    Needs a personal access token: an admin API token has no user and gets 403. An answer is
+    An admin API token has no user and gets 403. An answer is
     reused while the content version is unchanged and no flag of the caller's projects has
     reached its type's lifetime since: the same bytes and ETag, computed once. It is kept as
     its parts (the shared ones by reference) with its gzip once made, so that the cache holds

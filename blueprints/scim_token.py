@@ -29,7 +29,7 @@ class ScimTokenSchema(Schema):
     response_headers={"Cache-Control": "no-store"},
 )
 def generate_new_token(caller, conn):
-    """A new SCIM token; every earlier one stops working at once. Needs ADMIN.
+    """A new SCIM token; every earlier one stops working at once.
 
     The token is stored only as a digest, so this answer is the only time it is shown.
     """
