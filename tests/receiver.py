@@ -12,6 +12,8 @@ Paths (POST):
 - ``/hang``: reads the request, then answers nothing until the receiver is closed (at most 30 s).
 - ``/trickle``: sends a valid status line and headers one byte every 0.2 s, for 20 s at most.
 - ``/slow/<ms>``: 200 after ``ms`` milliseconds.
+- ``/held``: 200 once the test calls :meth:`Receiver.let_held_go` (or the receiver is closed;
+  at most 30 s): an attempt the test knows to be in progress until it says otherwise.
 - ``/status/<code>``: that status.
 - ``/together/<n>``: the first ``n`` requests to that path are each held until ``n`` of them
   are in flight at once (at most 10 s; :attr:`Receiver.together_met` says whether they
@@ -110,6 +112,9 @@ class _Handler(BaseHTTPRequestHandler):
                 except OSError:
                     break
                 time.sleep(0.2)
+        elif kind == "held":
+            receiver.held.wait(30)
+            self._answer(200)
         elif kind == "slow":
             time.sleep(int(parts[1]) / 1000)
             self._answer(200)
@@ -141,6 +146,8 @@ class Receiver:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self.released = threading.Event()
+        #: ``/held``: set to answer the requests held there, and every later one at once.
+        self.held = threading.Event()
         #: ``/together/<n>``: requests waiting for the others, and whether ``n`` were held at once.
         self._waiting = 0
         self._together = threading.Condition()
@@ -198,7 +205,12 @@ class Receiver:
                     return found
                 self._arrived.wait(remaining)
 
+    def let_held_go(self) -> None:
+        """Answer the requests ``/held`` is holding (and every later one at once)."""
+        self.held.set()
+
     def close(self) -> None:
         self.released.set()
+        self.held.set()
         self._server.shutdown()
         self._server.server_close()

@@ -29,7 +29,7 @@ from flagadmin.store import connect, deliveries, is_postgresql
 from flagadmin.store import events as store_events
 from flagadmin.timestamps import parse_rfc3339
 
-from helpers import FLAGADMIN, ManualClock, auth
+from helpers import FLAGADMIN, ManualClock, auth, wait_until
 from receiver import Receiver
 
 FAST = {
@@ -59,17 +59,18 @@ def test_receiver__sender_gone_before_the_body__request_not_recorded(receiver):
     """The test receiver is as strict as a real one: a request whose sender went away after
     the headers (a SIGKILLed server writes headers and body apart) is not a delivery, so the
     at-least-once tests never read a cut body as one."""
-    # Given: a sender that writes the headers and part of the body, then closes
-    with socket.create_connection(("127.0.0.1", receiver.port)) as cut:
+    # Given: a sender that writes the headers and part of the body, then stops sending; the
+    # receiver is done with it once it hangs up (without an answer)
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=30) as cut:
         cut.sendall(b'POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n{"id"')
-    # When: a whole request follows
-    with socket.create_connection(("127.0.0.1", receiver.port)) as whole:
+        cut.shutdown(socket.SHUT_WR)
+        assert cut.recv(100) == b""
+    # When: a whole request follows, and is answered (the receiver records before answering)
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=30) as whole:
         whole.sendall(b'POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n{"id":1}')
-        whole.recv(100)
+        assert whole.recv(100).startswith(b"HTTP/1.0 200")
     # Then: only the whole one was received
-    assert [r.json() for r in receiver.wait_for(1)] == [{"id": 1}]
-    time.sleep(0.2)
-    assert receiver.count() == 1
+    assert [r.json() for r in receiver.received()] == [{"id": 1}]
 
 
 @pytest.fixture
@@ -115,16 +116,6 @@ def change(db, **fields) -> int:
         return events.record(
             db, "feature-created", events.COMMAND_LINE, project="default", data={"name": "f"}, **fields
         )
-
-
-def wait_until(check, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"not reached within {timeout} s")
 
 
 def finished(db, event_id: int, integration: int) -> dict:
@@ -411,14 +402,27 @@ def test_disabled_after_queueing__cancelled_and_nothing_sent(client, admin_token
     assert log(client, admin_token, integration) == []
 
 
-def test_deleted_during_the_attempt__nothing_recorded_no_error(client, admin_token, db, receiver, worker):
-    integration = create(client, admin_token, receiver.url("/slow/500"))
-    worker()
+def test_deleted_during_the_attempt__nothing_recorded_no_error(
+    client, admin_token, db, receiver, worker, caplog
+):
+    # Given: an attempt in progress on the only delivery thread, held by its receiver; and
+    # another integration, taking another kind of event
+    other = create(client, admin_token, receiver.url("/ok"), events=["feature-archived"])
+    integration = create(client, admin_token, receiver.url("/held"))
+    running = worker(delivery_workers=1, delivery_timeout=30)
     change(db)
-    receiver.wait_for(1, "/slow/500")
+    receiver.wait_for(1, "/held", timeout=30)
+    # When: its integration is deleted, then the attempt ends
     assert client.delete(f"/api/admin/addons/{integration}", headers=auth(admin_token)).status_code == 200
-    time.sleep(0.8)  # the attempt ends and finds its integration gone
+    receiver.let_held_go()
+    # Then: once the thread has delivered the next event (to the other integration), which it
+    # does only after the attempt's end has been dealt with, nothing was recorded for the first
+    with db.write():
+        archived = events.record(db, "feature-archived", events.COMMAND_LINE, project="default", data={})
+    assert finished(db, archived, other)["state"] == "delivered"
     assert db.value("SELECT count(*) FROM integration_events WHERE integration_id = ?", [integration]) == 0
+    assert running.recorded == 1  # the other integration's delivery only
+    assert "unexpected failure" not in caplog.text
 
 
 def test_test_endpoint__sample_sent_and_answered_with_its_row(
@@ -450,8 +454,11 @@ def test_test_endpoint__failing_receiver__failed_row_never_retried(client, admin
         "Webhook request failed with status code: 500.",
         "This was a test delivery: it is not retried.",
     ]
-    time.sleep(0.5)
+    # nothing was queued for a worker to retry: one request, one log row
+    queued = db.value("SELECT count(*) FROM integration_deliveries WHERE integration_id = ?", [integration])
+    assert queued == 0
     assert receiver.count("/fail") == 1
+    assert len(log(client, admin_token, integration)) == 1
 
 
 # --- retention and the 4.1 pages ------------------------------------------------------------
