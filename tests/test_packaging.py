@@ -166,20 +166,28 @@ def test_revision__frozen_binary_without_stamp__never_runs_git(tmp_path, monkeyp
 
 
 def test_package__every_declared_data_file__is_installed():
-    # Given: the package data pyproject.toml declares (what the wheel, and so both built
-    # files, carry)
+    # Given: the package data pyproject.toml declares, by package (what the wheel, and so both
+    # built files, carry)
     import tomllib
 
     pyproject = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["flagadmin"]
-    # When: each pattern is matched in the checkout
-    declared = sorted(p.relative_to(REPOSITORY) for pattern in patterns for p in REPOSITORY.glob(pattern))
-    # Then: every pattern matches a file, and each file is in the installed package
-    assert {"schema.sql", "seed/demo.json"} <= {str(p) for p in declared}
-    for pattern in patterns:
-        assert list(REPOSITORY.glob(pattern)), f"package-data pattern {pattern} matches nothing"
-    for path in declared:
-        assert resources.files("flagadmin").joinpath(str(path)).is_file(), f"{path} is not installed"
+    package_data = pyproject["tool"]["setuptools"]["package-data"]
+    # When: each package's patterns are matched in its folder of the checkout
+    declared = []
+    for package, patterns in package_data.items():
+        folder = REPOSITORY.joinpath(*package.split(".")[1:])
+        for pattern in patterns:
+            matched = sorted(folder.glob(pattern))
+            # Then: every pattern matches a file ...
+            assert matched, f"package-data pattern {pattern} of {package} matches nothing"
+            declared += [(package, p.relative_to(folder)) for p in matched]
+    assert {"schema.sql", "seed/demo.json", "store/schema.postgresql.sql"} <= {
+        str(REPOSITORY.joinpath(*package.split(".")[1:], path).relative_to(REPOSITORY))
+        for package, path in declared
+    }
+    # ... and each file is in the installed package
+    for package, path in declared:
+        assert resources.files(package).joinpath(str(path)).is_file(), f"{package}: {path} is not installed"
 
 
 def test_bundle__runtime_distributions__every_dependency_and_no_test_extra():
