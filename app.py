@@ -23,7 +23,6 @@ from .timestamps import SYSTEM_CLOCK
 from .web import database, errors, headers, operations
 from .web.access_log import AccessLog
 from .web.application import FlagadminFlask
-from .web.jsonio import OrjsonProvider
 from .web.state import AppState, Caches, install
 from .web.throttle import AuthFailureThrottle
 from .web.token_uses import TokenUses
@@ -63,19 +62,16 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     settings = app.config.get("SETTINGS") or settings_from_env()
     clock = app.config["CLOCK"]
 
-    # 2. JSON in and out with orjson.
-    app.json = OrjsonProvider(app)
-
-    # 3. Errors: one envelope for every status (spec 7).
+    # 2. Errors: one envelope for every status (spec 7).
     errors.register(app)
 
-    # 4. Request hooks: body size, caching and security headers, CORS, gzip, access log.
+    # 3. Request hooks: body size, caching and security headers, CORS, gzip, access log.
     operations.init_app(app)
     headers.init_app(app, settings.cors_origins)
     if app.config["ACCESS_LOG"]:
         app.wsgi_app = AccessLog(app.wsgi_app)
 
-    # 5. Database: create or upgrade it, then keep the app's state (SQLite: a connection per
+    # 4. Database: create or upgrade it, then keep the app's state (SQLite: a connection per
     # thread; PostgreSQL: a pool for the process).
     path = str(app.config["DATABASE"])
     schema.ensure_schema(path)
@@ -98,9 +94,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app_state.token_uses = TokenUses(app_state.open_connection, app.config["TOKEN_USES_FLUSH_S"])
     database.init_app(app)
 
-    # 6. Blueprints: one per operation.
+    # 5. Blueprints: one per operation.
     blueprints.register(app)
 
-    # 7. OpenAPI: the document of the operations declared above, at /docs/openapi.json.
+    # 6. OpenAPI: the document of the operations declared above, at /docs/openapi.json.
     app.register_blueprint(docs.bp)
     return app

@@ -1,4 +1,6 @@
-"""JSON in and out with orjson: Flask's JSON provider and a response helper."""
+"""JSON responses made with orjson (:func:`json_response`). Every answer of the API goes through
+it or through a kept answer's bytes; request bodies are parsed with orjson by
+``web.operations``. Flask's own JSON provider is left as it is: nothing uses it."""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ from typing import Any
 
 import orjson
 from flask import Response
-from flask.json.provider import JSONProvider
 
 from .headers import COMPRESSION, NegotiatedResponse
 
@@ -14,18 +15,6 @@ JSON_MIMETYPE = "application/json"
 
 #: Bodies shorter than this are never compressed (flask-compress's bound, ``web/headers.py``).
 _UNCOMPRESSED_BELOW = COMPRESSION["COMPRESS_MIN_SIZE"]
-
-
-class OrjsonProvider(JSONProvider):
-    """Flask JSON provider backed by orjson (compact output, UTF-8, RFC 8259)."""
-
-    def dumps(self, obj: Any, **kwargs: Any) -> str:
-        """Serialize ``obj`` to a JSON string."""
-        return orjson.dumps(obj).decode()
-
-    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        """Parse a JSON document."""
-        return orjson.loads(s)
 
 
 def json_response(data: Any, status: int = 200) -> Response:
