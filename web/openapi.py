@@ -32,7 +32,8 @@ def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
         plugins=[MarshmallowPlugin()],
         info={
             "description": "Integration events, personal dashboard, UI configuration, archived "
-            "features and SCIM token generation (spec/admin-api.md).",
+            "features and SCIM token generation (spec/admin-api.md); beside them, the reference "
+            "server's flag changes, integration configurations and the roles SCIM groups grant.",
         },
         servers=[{"url": base_uri_path or "/"}],
     )
