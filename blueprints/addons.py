@@ -275,7 +275,7 @@ def list_addons(caller, conn):
     status=201,
 )
 def create_addon(caller, conn, body):
-    """Create a configuration; it handles the events recorded after it (no delay). Needs ADMIN.
+    """Create a configuration; it handles the events recorded after it (no delay).
 
     400 for an unknown provider, a missing required parameter, an event type not of spec 6,
     a URL that is not http(s) or resolves to a non-public address (unless
@@ -325,7 +325,7 @@ def get_addon(caller, conn, id: str):
 )
 def update_addon(caller, conn, id: str, body):
     """Replace a configuration; the next event uses it. A sensitive parameter sent as *****
-    keeps its stored value. Disabling it cancels its pending deliveries. Needs ADMIN; 404 for
+    keeps its stored value. Disabling it cancels its pending deliveries. 404 for
     an unknown id; 409 to change its provider. Records addon-config-updated when something
     other than the parameters changed (the event never carries them).
     """
@@ -359,8 +359,8 @@ def update_addon(caller, conn, id: str, body):
     path={"id": INTEGRATION_ID},
 )
 def delete_addon(caller, conn, id: str):
-    """Delete a configuration with its log (4.1) and its deliveries, in one transaction. Needs
-    ADMIN; 404 for an unknown id (the reference server answers 200). Records
+    """Delete a configuration with its log (4.1) and its deliveries, in one transaction.
+    404 for an unknown id (the reference server answers 200). Records
     addon-config-deleted. Answers 200 without a body."""
     app_state = state()
     with conn.write("integrations"):
@@ -390,7 +390,7 @@ def test_addon(caller, conn, id: str):
     """Send a sample event (of the configuration's first event type) now, through the same
     path as real deliveries (address checks, headers, signature, deadline), and answer with the
     attempt's row of its log (4.1), whatever the outcome; it is not retried. Works on a
-    disabled configuration too. Needs ADMIN; 404 for an unknown id; 409 for a provider that
+    disabled configuration too. 404 for an unknown id; 409 for a provider that
     flagadmin does not deliver through."""
     config = _found(conn, id)
     if not configs.deliverable(config):
