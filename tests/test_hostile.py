@@ -12,7 +12,8 @@ Who answers what:
   not HTTP (400). Those limits are ``serving.MAX_REQUEST_HEADER_SIZE`` and
   ``serving.MAX_REQUEST_BODY_SIZE``.
 
-No case may answer 500, show a traceback, or take 2 s or more.
+No case may answer 500, show a traceback, or go unanswered (a socket deadline of 30 s stops the
+wait; how fast hostile requests are answered is measured in bench/, not here).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import select
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +34,8 @@ from flagadmin.store import connect, tokens, users
 
 from helpers import LiveServer
 
-#: Every answer must come within this many seconds.
-FAST_S = 2.0
+#: How long a socket operation may wait before the exchange fails (only so that a hang ends).
+ANSWER_DEADLINE_S = 30.0
 KIB = 1024
 EVENTS = "/api/admin/addons/1/events"
 UI_CONFIG = "/api/admin/ui-config"
@@ -49,7 +49,6 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: bytes
-    elapsed: float
 
     def json(self) -> dict:
         assert self.headers.get("content-type", "").startswith("application/json"), self.headers
@@ -83,10 +82,9 @@ def server(tmp_path_factory, seeded_copy):
     assert "Traceback" not in log, log
 
 
-def exchange(port: int, pieces: list[bytes], timeout: float = 5.0) -> Answer:
+def exchange(port: int, pieces: list[bytes], timeout: float = ANSWER_DEADLINE_S) -> Answer:
     """Send ``pieces`` on a new connection (stopping early once the server answers) and read
     the answer until the server closes the connection."""
-    started = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         for piece in pieces:
             if select.select([sock], [], [], 0)[0]:
@@ -104,7 +102,6 @@ def exchange(port: int, pieces: list[bytes], timeout: float = 5.0) -> Answer:
             if not chunk:
                 break
             received += chunk
-    elapsed = time.monotonic() - started
     head, _, body = bytes(received).partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     assert lines[0].startswith("HTTP/1."), f"no HTTP answer: {bytes(received)[:200]!r}"
@@ -114,7 +111,7 @@ def exchange(port: int, pieces: list[bytes], timeout: float = 5.0) -> Answer:
         headers[name.strip().lower()] = value.strip()
     if "content-length" in headers:
         body = body[: int(headers["content-length"])]
-    return Answer(int(lines[0].split()[1]), headers, body, elapsed)
+    return Answer(int(lines[0].split()[1]), headers, body)
 
 
 def request(
@@ -137,10 +134,9 @@ def request(
     head += b"".join(h + b"\r\n" for h in headers or []) + b"\r\n"
     pieces = body if isinstance(body, list) else [body]
     answer = exchange(server.port, [head, *pieces])
-    # Whatever the case: no 500, no traceback, no slow answer
+    # Whatever the case: an answer, no 500, no traceback
     assert answer.status < 500, answer
     assert b"Traceback" not in answer.body and b'File "' not in answer.body
-    assert answer.elapsed < FAST_S, f"{answer.elapsed:.2f} s"
     return answer
 
 
