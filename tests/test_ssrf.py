@@ -17,7 +17,7 @@ from flagadmin.integrations import address_guard, sending
 from flagadmin.integrations.worker import Worker
 from flagadmin.store import deliveries
 
-from helpers import auth
+from helpers import auth, wait_until
 from receiver import Receiver
 
 ADDONS = "/api/admin/addons"
@@ -174,9 +174,7 @@ def test_send__saved_while_allowed_then_not__blocked_at_connect_nothing_sent(
         Settings(delivery_timeout=1.0, delivery_retry_schedule=(0.1,), delivery_poll_interval=0.05),
     ).start()
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and deliveries.of_event(db, event_id)[0]["state"] != "failed":
-            time.sleep(0.02)
+        wait_until(lambda: deliveries.of_event(db, event_id)[0]["state"] == "failed", timeout=30)
     finally:
         worker.stop(grace=2)
     # Then: nothing reached the receiver, one failed row, not retried
