@@ -1,7 +1,7 @@
 """Requests in progress, counted, so that background work in the same process can yield to them.
 
 ``flagadmin serve`` wraps its WSGI app in a :class:`RequestGauge`; the delivery threads
-(:class:`flagadmin.delivery.Worker`) ask it for room before each attempt
+(:class:`flagadmin.integrations.worker.Worker`) ask it for room before each attempt
 (:meth:`RequestGauge.wait_for_room`). There is room when no request has been in progress for a
 moment (:data:`QUIET_S`), or when requests kept the server busy less than :data:`ROOM_SHARE` of
 the last :data:`SHARE_WINDOW_S` or so: a burst that saturates the server keeps the CPU, and the
