@@ -43,13 +43,14 @@ def statements_of(conn, work) -> list[str]:
     return traced
 
 
-def wait_until(check, timeout: float = 10.0, every: float = 0.02):
+def wait_until(check, timeout: float = 10.0, every: float = 0.02, explain=None):
     """Call ``check()`` every ``every`` seconds until it returns something truthy; return that.
     What a test waits on when another thread or process is doing the work: the condition
     itself, never a fixed sleep. ``timeout`` (s) only stops a wait that would never end; make
     it generous, since a slow machine only makes the wait longer.
 
-    :raise AssertionError: ``check()`` stayed falsy for ``timeout`` seconds.
+    :raise AssertionError: ``check()`` stayed falsy for ``timeout`` seconds; its message ends
+        with what ``explain()`` returns then, when given.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -57,7 +58,8 @@ def wait_until(check, timeout: float = 10.0, every: float = 0.02):
         if found:
             return found
         if time.monotonic() >= deadline:
-            raise AssertionError(f"not reached within {timeout} s")
+            said = "" if explain is None else f": {explain()!r}"
+            raise AssertionError(f"not reached within {timeout} s{said}")
         time.sleep(every)
 
 

@@ -20,7 +20,7 @@ from flagadmin.seed.documents import demo_files, load_files
 from flagadmin.store import connect, schema, scim_tokens
 from flagadmin.store.tokens import new_admin_token
 
-from helpers import GENERATE, SCIM, LiveServer, auth
+from helpers import GENERATE, SCIM, LiveServer, auth, wait_until
 
 UI = "/api/admin/ui-config"
 DASHBOARD = "/api/admin/personal-dashboard"
@@ -148,15 +148,6 @@ class Poller:
         self.thread.join(30)
 
 
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_postgresql__lost_under_load_then_back__503_with_retry_after_then_recovers_by_itself(
     postgres_server, tmp_path: Path
 ):
@@ -179,7 +170,7 @@ def test_postgresql__lost_under_load_then_back__503_with_retry_after_then_recove
             Poller(flagadmin, UI, auth(admin)),
             Poller(flagadmin, "/api/admin/addons/1/events", auth(admin)),
         ]
-        assert wait_for(lambda: all(r.statuses and r.statuses[-1][1] == 200 for r in readers), 10)
+        wait_until(lambda: all(r.statuses and r.statuses[-1][1] == 200 for r in readers), timeout=30)
         # When: PostgreSQL stops
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=30)
         stopped_at = time.monotonic()
@@ -189,15 +180,21 @@ def test_postgresql__lost_under_load_then_back__503_with_retry_after_then_recove
         def refused_since_the_stop(reader: Poller) -> bool:
             return any(at >= stopped_at and status == 503 for at, status, _ in reader.statuses)
 
-        assert wait_for(lambda: all(refused_since_the_stop(r) for r in readers), 20), [
-            r.statuses[-3:] for r in readers
-        ]
+        wait_until(
+            lambda: all(refused_since_the_stop(r) for r in readers),
+            timeout=30,
+            explain=lambda: [r.statuses[-3:] for r in readers],
+        )
         health_down = flagadmin.request("GET", "/health")
         # ... and starts again
         with server._lock:
             server.ensure_postgres_running()
         restarted_at = time.monotonic()
-        recovered = wait_for(lambda: all(r.statuses[-1][1] == 200 for r in readers), 30)
+        wait_until(
+            lambda: all(r.statuses[-1][1] == 200 for r in readers),
+            timeout=60,
+            explain=lambda: [r.statuses[-3:] for r in readers],
+        )
         health_up = flagadmin.request("GET", "/health")
         for reader in readers:
             reader.finish()
@@ -206,7 +203,6 @@ def test_postgresql__lost_under_load_then_back__503_with_retry_after_then_recove
         server.cleanup()
     # Then
     assert health_down.status == 503 and health_down.json()["name"] == "ServiceUnavailableError"
-    assert recovered, [r.statuses[-3:] for r in readers]
     assert health_up.status == 200
     statuses = [entry for reader in readers for entry in reader.statuses]
     assert {status for _, status, _ in statuses} <= {200, 503}, (
@@ -243,7 +239,14 @@ def test_postgresql__pooled_connections_dropped_while_idle__next_request_200_on_
         # When: the server ends every one of them, and they stay idle past the bound
         for pid in pids:
             admin.execute("SELECT pg_terminate_backend(%s)", [pid])
-        time.sleep(CHECK_AFTER_IDLE_S + 0.3)
+
+        def still_there() -> set[int]:
+            # pg_terminate_backend only signals: a backend is gone once it has left the view
+            found = admin.execute("SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s)", [pids])
+            return {row[0] for row in found}
+
+        wait_until(lambda: not still_there(), timeout=30, explain=still_there)
+        time.sleep(CHECK_AFTER_IDLE_S + 0.3)  # idle past the bound (the scenario, not a wait)
         # Then
         statuses = [client.get(UI, headers=auth(admin_token)).status_code for _ in range(3)]
         now = {
