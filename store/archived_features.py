@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .directory import BINARY
+from .collation import BINARY
 from .engine import Connection
 from .visibility import DIALECTS, visible
 

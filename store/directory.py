@@ -12,44 +12,23 @@ Case-insensitive names (userName, a group's displayName, role mappings' group na
 the same way on both engines: ASCII letters to lower case, nothing else (:func:`fold`,
 :data:`FOLD`), which is SQLite's ``lower()``; PostgreSQL's ``lower()`` folds every letter its
 database's locale knows, so there it runs under the ``"C"`` collation, which folds ASCII only.
-Text is ordered by code point on both (:data:`BINARY`), whatever the database's collation.
+Text is ordered by code point on both (:data:`~flagadmin.store.collation.BINARY`), whatever the database's collation.
 """
 
 from __future__ import annotations
 
 import secrets
-import string
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .collation import FOLD, fold
 from .engine import Connection
-
-if TYPE_CHECKING:  # scim_filter imports this module's folds
-    from .scim_filter import Condition
+from .scim_filter import Condition
 
 #: Ids per ``IN (...)`` list, rows per multi-row ``VALUES``: under PostgreSQL's 65,535
 #: parameters and SQLite's limit, and more than any single SCIM request carries.
 CHUNK = 10_000
 ROWS_PER_INSERT = 2_000
-
-#: ASCII upper-case letters to lower case (str.translate table).
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-#: Per dialect, SQL folding a text expression (``FOLD[conn.dialect].format(expr)``) as
-#: :func:`fold` does: SQLite's ``lower()`` folds ASCII letters only; PostgreSQL's folds what its
-#: locale knows unless the collation is "C". The unique indexes of both schemas use this fold.
-FOLD = {"sqlite": "lower({})", "postgresql": 'lower(({}) COLLATE "C")'}
-
-#: Per dialect, what follows a text expression so that comparisons and ``ORDER BY`` go by code
-#: point (SQLite's BINARY collation), not by the PostgreSQL database's locale.
-BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
-
-
-def fold(text: str) -> str:
-    """``text`` with its ASCII letters in lower case and every other character kept: the fold
-    of :data:`FOLD` (RFC 7643 ``caseExact: false`` comparisons, group keys)."""
-    return text.translate(_ASCII_LOWER)
-
 
 #: SQL of a user's displayed name (alias ``u``): its displayName, else name.formatted, else
 #: its given and family names; NULL when it has none of them.

@@ -21,7 +21,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..timestamps import format_rfc3339, parse_rfc3339
-from .directory import BINARY, DISPLAY_NAME
+from .collation import BINARY
+from .directory import DISPLAY_NAME
 from .engine import Connection
 from .settings import read_once
 from .visibility import DIALECTS, visible

@@ -9,8 +9,8 @@ byte of the filter text is ever put into SQL.
 
 Semantics, the same on SQLite and PostgreSQL: string attributes whose schema says
 ``caseExact: false`` compare case-insensitively, ASCII letters folded and nothing else (the
-column through :data:`~flagadmin.store.directory.FOLD`, the fold the unique indexes use; the
-value folded in Python by :func:`~flagadmin.store.directory.fold`); ``co``/``sw``/``ew`` are
+column through :data:`~flagadmin.store.collation.FOLD`, the fold the unique indexes use; the
+value folded in Python by :func:`~flagadmin.store.collation.fold`); ``co``/``sw``/``ew`` are
 ``LIKE`` patterns with ``%``, ``_`` and ``\\`` escaped (SQLite's ``LIKE`` ignores ASCII case,
 PostgreSQL's does not: case-exact ones are re-checked exactly, and case-insensitive ones
 compare folded text, so neither depends on it); ``gt``/``ge``/``lt``/``le`` compare text by
@@ -42,7 +42,7 @@ from scim2_models.path import (
 )
 
 from ..timestamps import format_rfc3339
-from .directory import BINARY, FOLD, fold
+from .collation import BINARY, FOLD, fold
 
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:user"
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:group"
