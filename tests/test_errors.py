@@ -9,10 +9,13 @@ import uuid
 
 import pytest
 from flask import Blueprint
+from scim_helpers import assert_scim_error, new_scim_token
 
 from flagadmin.app import create_app
+from flagadmin.directory.protocol import MAX_BODY_BYTES
+from flagadmin.web.operations import MAX_JSON_DEPTH
 
-from helpers import auth
+from helpers import auth, fingerprint
 
 
 def assert_envelope(response, status: int, name: str) -> dict:
@@ -168,3 +171,267 @@ def test_chunked_body_without_content_length__under_the_limit__read_whole_and_cr
     # Then: the whole body was read, nothing cut
     assert response.status_code == 201
     assert response.get_json()["description"] == "y" * (60 * 1024)
+
+
+# --- every answer in JSON: OPTIONS, routing's redirects, 413s that name their limit ------------
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/api/admin/ui-config", ["GET", "HEAD", "OPTIONS"]),
+        ("/api/admin/projects/default/features", ["GET", "HEAD", "OPTIONS", "POST"]),
+        (
+            "/api/admin/projects/default/features/dark-mode",
+            ["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "PUT"],
+        ),
+        ("/docs/openapi.json", ["GET", "HEAD", "OPTIONS"]),
+    ],
+)
+def test_options__any_route__200_json_listing_what_the_allow_header_lists(client, path, allowed):
+    # When: OPTIONS, no token needed (it says what the path answers, nothing about its data)
+    response = client.options(path)
+    # Then
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    assert sorted(m.strip() for m in response.headers["Allow"].split(",")) == allowed
+    body = response.get_json()
+    assert body["path"] == path
+    assert body["allow"] == allowed
+    assert all(method in body["message"] for method in allowed)
+    assert response.headers["Cache-Control"] == "no-store"
+
+
+def test_options__scim_route__200_json_with_allow(client):
+    response = client.options("/scim/v2/Users")
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    assert {"GET", "POST"} <= set(response.get_json()["allow"])
+    assert "GET" in response.headers["Allow"]
+
+
+def test_options__cors_configured__preflight_left_to_cors_other_options_json(make_app):
+    # Given: CORS for one origin
+    client = make_app(cors_origins=("https://ui.example",)).test_client()
+    preflight_headers = {"Origin": "https://ui.example", "Access-Control-Request-Method": "POST"}
+    # When
+    preflight = client.options("/api/admin/projects/default/features", headers=preflight_headers)
+    plain = client.options("/api/admin/projects/default/features", headers={"Origin": "https://ui.example"})
+    # Then: the preflight is flask-cors's answer, as before; a plain OPTIONS says itself in JSON
+    assert preflight.status_code == 200
+    assert preflight.headers["Access-Control-Allow-Origin"] == "https://ui.example"
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    assert not preflight.get_data()
+    assert plain.get_json()["allow"] == ["GET", "HEAD", "OPTIONS", "POST"]
+    assert plain.headers["Access-Control-Allow-Origin"] == "https://ui.example"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "target"),
+    [
+        ("GET", "/api/admin//ui-config", "/api/admin/ui-config"),
+        ("POST", "/api/admin/projects//default/features", "/api/admin/projects/default/features"),
+    ],
+)
+def test_doubled_slash__308_envelope_naming_where_to_go(client, admin_token, db, method, path, target):
+    # Given
+    before = db.value("SELECT count(*) FROM features")
+    # When: a path with a doubled slash, which routing redirects to the path without it
+    response = client.open(path, method=method, headers=auth(admin_token), json={"name": "slashes"})
+    # Then: the redirect says so in the envelope, and Location has it too; nothing was done
+    body = assert_envelope(response, 308, "PermanentRedirect")
+    assert response.headers["Location"].endswith(target)
+    assert target in body["message"]
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert db.value("SELECT count(*) FROM features") == before
+
+
+def test_413__operation_with_a_body__names_its_limit(client, admin_token, db):
+    # Given
+    before = db.value("SELECT count(*) FROM features")
+    # When: a flag create of 70,000 bytes
+    response = client.post(
+        "/api/admin/projects/default/features",
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+        data=b"x" * 70_000,
+    )
+    # Then
+    body = assert_envelope(response, 413, "ContentTooLargeError")
+    assert "70000 bytes" in body["message"]
+    assert "at most 65536 bytes" in body["message"]
+    assert "no body" not in body["message"]
+    assert db.value("SELECT count(*) FROM features") == before
+
+
+def test_413__update_names_its_limit(client, admin_token):
+    response = client.put(
+        "/api/admin/projects/default/features/dark-mode",
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+        data=b"x" * 70_000,
+    )
+    body = assert_envelope(response, 413, "ContentTooLargeError")
+    assert "at most 65536 bytes" in body["message"]
+
+
+def test_413__operation_without_a_body__says_it_takes_none_and_the_limit(client, admin_token):
+    response = client.post(
+        "/api/admin/scim-settings/generate-new-token", headers=auth(admin_token), data=b"x" * 70_000
+    )
+    body = assert_envelope(response, 413, "ContentTooLargeError")
+    assert "takes no body" in body["message"]
+    assert "65536 bytes" in body["message"]
+
+
+def test_413__scim__scim_error_naming_the_documented_limit(client, db):
+    # Given: the limit docs/scim.md states
+    assert MAX_BODY_BYTES == 2 * 1024 * 1024
+    token = new_scim_token(db)
+    # When
+    response = client.post(
+        "/scim/v2/Users",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/scim+json"},
+        data=b"x" * (MAX_BODY_BYTES + 1),
+    )
+    # Then
+    body = assert_scim_error(response, 413)
+    assert str(MAX_BODY_BYTES) in body["detail"]
+
+
+# --- any JSON, any depth, any escape: 400, never 500 -----------------------------------------
+
+
+def _deep(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+@pytest.mark.parametrize("depth", [65, 600, 5000])
+@pytest.mark.parametrize(
+    ("method", "path", "wrap"),
+    [
+        ("POST", "/api/admin/projects/default/features", b'{"name": "deep", "description": %s}'),
+        ("PUT", "/api/admin/projects/default/features/dark-mode", b'{"description": %s}'),
+        (
+            "PATCH",
+            "/api/admin/projects/default/features/dark-mode",
+            b'[{"op": "replace", "path": "/description", "value": %s}]',
+        ),
+        (
+            "PATCH",
+            "/api/admin/projects/default/features/dark-mode",
+            b'[{"op": "test", "path": "/x", "value": %s}]',
+        ),
+        ("POST", "/api/admin/addons", b'{"provider": "webhook", "parameters": %s}'),
+    ],
+)
+def test_body_nested_past_the_limit__400_before_any_schema_and_nothing_written(
+    client, admin_token, database, method, path, wrap, depth
+):
+    """A JSON Patch value 600 levels deep (which the parser takes) answered 500 with a
+    RecursionError; every body deeper than MAX_JSON_DEPTH is now refused where it is read."""
+    before = fingerprint(database)
+    response = client.open(
+        path,
+        method=method,
+        data=wrap % _deep(depth),
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+    )
+    body = assert_envelope(response, 400, "BadDataError")
+    assert f"more than {MAX_JSON_DEPTH} levels" in body["message"]
+    assert fingerprint(database) == before
+
+
+def test_body_nested_at_the_limit__read(client, admin_token):
+    # 64 levels in all (the list of operations is the first): the patch is read, its value refused
+    value = _deep(MAX_JSON_DEPTH - 2)
+    response = client.patch(
+        "/api/admin/projects/default/features/dark-mode",
+        data=b'[{"op": "replace", "path": "/description", "value": %s}]' % value,
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+    )
+    body = assert_envelope(response, 400, "BadDataError")
+    assert "levels" not in body["message"]
+
+
+def test_body_brackets_inside_strings__not_nesting(client, admin_token):
+    description = "[{" * 100
+    response = client.post(
+        "/api/admin/projects/default/features",
+        data=json.dumps({"name": "brackets-in-text", "description": description}),
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 201, response.get_json()
+    assert response.get_json()["description"] == description
+
+
+@pytest.fixture
+def scim_headers(db) -> dict[str, str]:
+    return {"Authorization": f"Bearer {new_scim_token(db)}", "Content-Type": "application/scim+json"}
+
+
+def test_scim_body_nested_past_the_limit__scim_400_invalid_syntax(client, scim_headers, database):
+    before = fingerprint(database)
+    data = b'{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "d", "x": %s}'
+    response = client.post("/scim/v2/Users", headers=scim_headers, data=data % _deep(900))
+    assert_scim_error(response, 400, "invalidSyntax")
+    assert fingerprint(database) == before
+
+
+@pytest.mark.parametrize(
+    "scim_filter",
+    [
+        'userName eq "\\ud800"',
+        'userName eq "a\\udc00b"',
+        'userName eq "\\ud800\\u0041"',
+        'emails[value eq "\\udbff"]',
+    ],
+)
+def test_scim_filter_with_escape_of_a_lone_surrogate__400_invalid_filter(client, scim_headers, scim_filter):
+    """A filter holding \\ud800 (the escape of no character) answered 500: the database could
+    not encode the value it decoded to."""
+    response = client.get("/scim/v2/Users", headers=scim_headers, query_string={"filter": scim_filter})
+    body = assert_scim_error(response, 400, "invalidFilter")
+    assert "lone surrogate" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    "scim_filter",
+    ['userName eq "\\ud83d\\ude00"', 'userName eq "\\\\ud800"', 'userName eq "%ED%A0%80"'],
+)
+def test_scim_filter_with_pair_or_escaped_backslash__read(client, scim_headers, scim_filter):
+    response = client.get("/scim/v2/Users", headers=scim_headers, query_string={"filter": scim_filter})
+    assert response.status_code == 200, response.get_json()
+
+
+def test_scim_filter_undecodable_bytes__not_a_500(client, scim_headers):
+    # %ED%A0%80 is the surrogate U+D800 written as if it were UTF-8: not UTF-8, kept quoted
+    response = client.get("/scim/v2/Users?filter=userName%20eq%20%22%ED%A0%80%22", headers=scim_headers)
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "data"),
+    [
+        (
+            "/scim/v2/Users/.search",
+            b'{"schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"],'
+            b' "filter": "userName eq \\"\\\\ud800\\""}',
+        ),
+        (
+            "/scim/v2/.search",
+            b'{"schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"],'
+            b' "filter": "userName eq \\"\\u005cudc00\\""}',
+        ),
+    ],
+)
+def test_scim_search_body_with_escape_of_a_lone_surrogate__400(client, scim_headers, path, data):
+    body = assert_scim_error(client.post(path, headers=scim_headers, data=data), 400)
+    assert "lone surrogate" in body["detail"]
+
+
+def test_body_json_lone_surrogate__400_not_json(client, admin_token):
+    response = client.post(
+        "/api/admin/projects/default/features",
+        data=b'{"name": "x", "description": "\\ud800"}',
+        headers={**auth(admin_token), "Content-Type": "application/json"},
+    )
+    assert_envelope(response, 400, "BadDataError")

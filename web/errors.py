@@ -12,9 +12,10 @@ import logging
 import uuid
 
 import orjson
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import RequestRedirect
 
 from .. import refusals
 from ..store import Conflict, Unavailable
@@ -31,6 +32,7 @@ NAMES = {
     404: "NotFoundError",
     405: "MethodNotAllowedError",
     406: "NotAcceptableError",
+    308: "PermanentRedirect",
     409: "ConflictError",
     413: "ContentTooLargeError",
     414: "URITooLongError",
@@ -157,7 +159,7 @@ def _handle_http_exception(exc: HTTPException) -> Response:
         allowed = exc.valid_methods or []
         message = f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}."
     elif status == 413:
-        message = "The request body is too large: this operation takes no body."
+        message = too_large_message()
     else:
         message = exc.description or exc.name
     response = error_response(status, NAMES.get(status, exc.name.replace(" ", "") + "Error"), message)
@@ -165,6 +167,23 @@ def _handle_http_exception(exc: HTTPException) -> Response:
     if allow:
         response.headers["Allow"] = allow
     return response
+
+
+def too_large_message() -> str:
+    """What a 413 says: the body's size when announced, the limit in bytes, and whether the
+    operation takes a body at all (an operation declared without a body schema takes none;
+    the limit still bounds what is read of one)."""
+    limit = request.max_content_length or current_app.config.get("MAX_CONTENT_LENGTH")
+    size = request.content_length
+    sent = f"The request body is {size} bytes" if size is not None else "The request body is too large"
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    declaration = getattr(view, "operation", None)
+    where = f"{request.method} {request.path}"
+    if declaration is not None and declaration.body_schema is not None:
+        return f"{sent}; {where} takes a JSON body of at most {limit} bytes."
+    if declaration is not None:
+        return f"{sent}; {where} takes no body (at most {limit} bytes are read of one)."
+    return f"{sent}; the limit is {limit} bytes."
 
 
 def _handle_unavailable(exc: Unavailable) -> Response:
@@ -193,14 +212,31 @@ def _handle_unexpected(exc: Exception) -> Response:
     )
 
 
+def redirect_in_json(response: Response) -> Response:
+    """Give the redirect of routing (Werkzeug's 308 for a path with a doubled slash, ``//``,
+    or without the trailing slash its route has) the envelope in place of Werkzeug's HTML:
+    the same status and ``Location``, and a message naming where to send the request. Flask
+    answers those redirects without calling an error handler, so this runs after the request
+    (on the response object itself, keeping the headers other hooks set)."""
+    redirect = request.routing_exception
+    if isinstance(redirect, RequestRedirect) and response.status_code == redirect.code:
+        status = redirect.code
+        location = response.headers.get("Location", redirect.new_url)
+        message = f"The path is {location}: send the request there (the same method and body)."
+        response.set_data(orjson.dumps(error_body(status, NAMES.get(status, "Redirect"), message)))
+        response.mimetype = "application/json"
+    return response
+
+
 def register(app: Flask) -> None:
-    """Install the envelope for every error on ``app``."""
+    """Install the envelope for every error on ``app``, and for routing's redirects."""
     app.register_error_handler(APIError, _handle_api_error)
     app.register_error_handler(refusals.Refusal, _handle_refusal)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Unavailable, _handle_unavailable)
     app.register_error_handler(Conflict, _handle_conflict)
     app.register_error_handler(Exception, _handle_unexpected)
+    app.after_request(redirect_in_json)
 
 
 class ErrorDetailSchema(Schema):

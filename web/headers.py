@@ -8,13 +8,19 @@ nosniff`` (a browser must take the declared ``application/json`` at its word) an
 it), ``no-store`` on everything else (answers that hold tokens, errors). CORS headers are sent
 only when ``FLAGADMIN_CORS_ORIGINS`` names origins, and then only for ``/api/admin/*``
 (flask-cors).
+
+``OPTIONS`` on any route answers 200 with ``Allow`` and a JSON body saying the same
+(:func:`options_response`), except a CORS preflight when CORS is configured, which flask-cors
+answers as it always has.
 """
 
 from __future__ import annotations
 
 import re
 
+import orjson
 from flask import Flask, Response, request
+from flask.globals import request_ctx
 from flask_compress import Compress
 from flask_cors import CORS
 
@@ -62,6 +68,35 @@ def _secure(response: Response) -> Response:
     return response
 
 
+def is_preflight() -> bool:
+    """True for a CORS preflight: ``OPTIONS`` with ``Origin`` and
+    ``Access-Control-Request-Method`` (Fetch standard, CORS protocol)."""
+    headers = request.headers
+    return "Origin" in headers and "Access-Control-Request-Method" in headers
+
+
+def options_response() -> Response:
+    """The answer to ``OPTIONS`` on a route that does not handle it itself: 200, ``Allow``
+    listing the methods of the path, and the same in JSON,
+    ``{"path": <path>, "allow": [<method>...], "message": <sentence>}`` (RFC 9110 section
+    9.3.7: a 200 to OPTIONS should send ``Allow``; the body is not defined, so it says what
+    the header says). ``Cache-Control: no-store``, as every other answer of the API."""
+    methods = sorted(request_ctx.url_adapter.allowed_methods())
+    if request.blueprint == "scim":
+        described = "the SCIM resources are described at /scim/v2/ResourceTypes and /scim/v2/Schemas"
+    else:
+        described = "the operations are described at /docs/openapi.json"
+    body = {
+        "path": request.path,
+        "allow": methods,
+        "message": f"{request.path} answers {', '.join(methods)}; {described}.",
+    }
+    response = NegotiatedResponse(orjson.dumps(body), status=200, mimetype="application/json")
+    response.allow.update(methods)
+    response.headers["Cache-Control"] = NO_STORE
+    return response
+
+
 def init_app(app: Flask, cors_origins: tuple[str, ...]) -> None:
     """Add the caching and sniffing headers to ``app``'s admin API responses, gzip for large
     bodies, and CORS for ``cors_origins`` (none: no CORS headers at all)."""
@@ -80,3 +115,17 @@ def init_app(app: Flask, cors_origins: tuple[str, ...]) -> None:
 
     if cors_origins:
         CORS(app, resources={ADMIN_API: {"origins": list(cors_origins)}}, expose_headers=["Retry-After"])
+
+    flask_options = app.make_default_options_response
+
+    def make_default_options_response() -> Response:
+        """Flask calls this for ``OPTIONS`` on a route without a view of its own for it (and
+        only then: no cost to other requests). A preflight, when CORS is on, gets Flask's
+        empty answer that flask-cors completes, unchanged; every other ``OPTIONS`` the JSON
+        of :func:`options_response`."""
+        if cors_origins and is_preflight():
+            return flask_options()
+        return options_response()
+
+    # Set on the instance: the app's class is the factory's (Flask documents subclassing).
+    app.make_default_options_response = make_default_options_response
