@@ -12,7 +12,8 @@ Case-insensitive names (userName, a group's displayName, role mappings' group na
 the same way on both engines: ASCII letters to lower case, nothing else (:func:`fold`,
 :data:`FOLD`), which is SQLite's ``lower()``; PostgreSQL's ``lower()`` folds every letter its
 database's locale knows, so there it runs under the ``"C"`` collation, which folds ASCII only.
-Text is ordered by code point on both (:data:`~flagadmin.store.collation.BINARY`), whatever the database's collation.
+Text is ordered by code point on both (:data:`~flagadmin.store.collation.BINARY`), whatever the
+database's collation.
 """
 
 from __future__ import annotations
