@@ -2,9 +2,10 @@
 
 A seed document is one JSON object whose keys are all optional: ``users``, ``projects``,
 ``environments``, ``features``, ``favorites``, ``integrations``, ``integrationEvents`` (field
-names are the API's camelCase names; the README documents the format). :func:`load_documents` validates every
-document of one call and writes all of them in one transaction, or refuses and writes nothing;
-:func:`load_files` reads files and folders of them first.
+names are the API's camelCase names; docs/seed-format.md documents the format).
+:func:`load_documents` validates every document of one call and writes all of them in one
+transaction, or refuses and writes nothing; :func:`load_files` reads files and folders of them
+first.
 
 A seed load is a bootstrap: it writes no system events (spec 2.3) and delivers nothing.
 

@@ -818,7 +818,7 @@ def test_settings__bad_value__refused_naming_the_variable(name, value):
         settings_from_env({name: value})
 
 
-def test_settings__documented_defaults__the_issue_s_schedule_and_limits():
+def test_settings__documented_defaults__the_default_schedule_and_limits():
     from flagadmin.config import settings_from_env
 
     settings = settings_from_env({})

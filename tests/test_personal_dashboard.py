@@ -250,7 +250,8 @@ def test_projects_next_change__date_arithmetic__the_stored_format_lifetime_after
 
 
 def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
-    """bench/README.md "Statement count of 4.2": a fixed number whatever the data size."""
+    """4.2 takes a fixed number of statements whatever the data size (``python -m bench reads``
+    counts them at two scales)."""
 
     def dashboard() -> None:
         db.memo.clear()  # as on a new connection: lifetimes() is read, not remembered

@@ -15,7 +15,7 @@ from helpers import fingerprint, flagadmin, log_as_in_version_6, pragma, table_c
 
 
 def test_connect__every_connection__wal_and_durable_commits(db_path):
-    """README "Storage and durability": what makes a 200 durable beyond a process crash (which
+    """docs/operations.md "Durability": what makes a 200 durable beyond a process crash (which
     the SIGKILL tests above cover) is WAL plus a synced log: synchronous=NORMAL with the group
     commit of WalSync on a WAL database (tests/test_group_commit.py)."""
     with connect(db_path) as conn:

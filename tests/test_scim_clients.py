@@ -2,7 +2,7 @@
 Okta (user lifecycle, Push Groups, the SPEC test's checks), Microsoft Entra ID (test
 connection, the enterprise extension, both PATCH dialects, disable, delete) and authentik
 (ServiceProviderConfig first, PUT updates, one member per PATCH operation). Payload shapes
-follow each vendor's published examples (see the README, "SCIM provisioning")."""
+follow each vendor's published examples (see docs/scim.md, "Connecting an identity provider")."""
 
 from __future__ import annotations
 
