@@ -10,7 +10,8 @@ Paths (POST):
 - ``/gone``: 410.
 - ``/redirect``: 302 to ``http://169.254.169.254/latest/meta-data/`` (must not be followed).
 - ``/hang``: reads the request, then answers nothing until the receiver is closed (at most 30 s).
-- ``/trickle``: sends a valid status line and headers one byte every 0.2 s, for 20 s at most.
+- ``/trickle``: sends a valid status line and headers one byte every 0.2 s (about 40 s in all,
+  whether the sender is still there or not) until the receiver is closed.
 - ``/slow/<ms>``: 200 after ``ms`` milliseconds.
 - ``/held``: 200 once the test calls :meth:`Receiver.let_held_go` (or the receiver is closed;
   at most 30 s): an attempt the test knows to be in progress until it says otherwise.
@@ -23,6 +24,7 @@ Paths (POST):
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,6 +44,10 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: whether the receiver is done with it (answered, or given up on)
+    answered: bool = False
+    #: the header fields as they came, in order, names as sent (repeated names kept)
+    fields: list[tuple[str, str]] = field(default_factory=list)
 
     def json(self) -> Any:
         return orjson.loads(self.body)
@@ -61,6 +67,15 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def handle_one_request(self) -> None:
+        self.received: Received | None = None
+        try:
+            super().handle_one_request()
+        finally:
+            if self.received is not None:
+                with self.server.receiver._lock:  # type: ignore[attr-defined]
+                    self.received.answered = True
+
     def do_POST(self) -> None:
         receiver: Receiver = self.server.receiver  # type: ignore[attr-defined]
         length = int(self.headers.get("Content-Length") or 0)
@@ -70,15 +85,15 @@ class _Handler(BaseHTTPRequestHandler):
             # body in two writes): a strict receiver drops it rather than take a cut body.
             self.close_connection = True
             return
-        receiver._record(
-            Received(
-                time.monotonic(),
-                "POST",
-                self.path,
-                {k.lower(): v for k, v in self.headers.items()},
-                body,
-            )
+        self.received = Received(
+            time.monotonic(),
+            "POST",
+            self.path,
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+            fields=list(self.headers.items()),
         )
+        receiver._record(self.received)
         parts = self.path.split("?")[0].strip("/").split("/")
         kind = parts[0]
         if kind == "ok":
@@ -102,15 +117,14 @@ class _Handler(BaseHTTPRequestHandler):
             answer = (
                 b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nX-Padding: " + b"x" * 200 + b"\r\n\r\nok"
             )
-            deadline = time.monotonic() + 20
             for byte in answer:
-                if receiver.released.is_set() or time.monotonic() > deadline:
+                if receiver.released.is_set():
                     break
-                try:
+                # the answer goes on whether or not the sender is still there, so that a test
+                # can tell a sender that gave up from one that waited it out
+                with contextlib.suppress(OSError):
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()
-                except OSError:
-                    break
                 time.sleep(0.2)
         elif kind == "held":
             receiver.held.wait(30)
@@ -183,6 +197,11 @@ class Receiver:
                     break
                 self._together.wait(min(remaining, 0.1))
             self._waiting -= 1
+
+    def answering(self, path: str | None = None) -> int:
+        """Requests received (to ``path``, when given) whose answer is still being held or sent."""
+        with self._lock:
+            return sum(1 for r in self.requests if (path is None or r.path == path) and not r.answered)
 
     def count(self, path: str | None = None) -> int:
         """Requests received so far (to ``path``, when given)."""

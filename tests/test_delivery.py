@@ -123,7 +123,7 @@ def finished(db, event_id: int, integration: int) -> dict:
         found = [d for d in deliveries.of_event(db, event_id) if d["integration_id"] == integration]
         return found[0] if found and found[0]["state"] in FINISHED else None
 
-    return wait_until(done)
+    return wait_until(done, timeout=30)
 
 
 def log(client, token: str, integration: int, query: str = "?limit=100") -> list[dict]:
@@ -249,7 +249,8 @@ def test_hanging_or_trickling_receiver__cut_at_the_deadline_as_a_timeout(
     client, admin_token, db, receiver, worker, path
 ):
     """A receiver that never answers, or sends its answer a byte at a time (a status line
-    arrives, but the whole answer would take 40 s), is cut at the 1 s deadline."""
+    arrives, but the whole answer would take 40 s), is cut at the 1 s deadline: the attempt
+    is over while the receiver is still holding or sending its answer."""
     # Given: no retries
     integration = create(client, admin_token, receiver.url(path))
     worker(delivery_retry_schedule=())
@@ -263,7 +264,7 @@ def test_hanging_or_trickling_receiver__cut_at_the_deadline_as_a_timeout(
         "Giving up after 1 attempt.",
     ]
     assert row["details"]["status"] is None
-    assert row["details"]["durationMs"] < 10_000  # cut, not waited out (the trickle lasts 40 s)
+    assert receiver.answering(path) == 1  # cut, not waited out
 
 
 def test_closed_port__connection_refused_and_retried(client, admin_token, db, worker):
