@@ -221,6 +221,7 @@ def attempt(
         )  # fmt: skip
         return Attempted(orjson.dumps(event), details, verdict)
     details["body"] = prepared.logged_body
+    details["contentType"] = prepared.content_type  # a custom Content-Type replaces the parameter
     outcome = sending.send(prepared, timeout=policy.timeout, guard=policy.guard)
     details["status"] = outcome.status
     details["durationMs"] = outcome.duration_ms

@@ -247,6 +247,12 @@ def custom_headers(text: str | None) -> tuple[dict[str, str], list[str]]:
     headers: dict[str, str] = {}
     problems: list[str] = []
     for name, value in list(parsed.items())[:MAX_CUSTOM_HEADER_COUNT]:
+        if isinstance(name, str) and (earlier := _named(headers, name)) is not None:
+            problems.append(
+                f"The custom header {name!r} repeats {earlier!r} (header names ignore case); "
+                "only the last one was sent."
+            )
+            del headers[earlier]
         text_value = value if isinstance(value, str) else js_text(value)
         if isinstance(value, dict | list) or value is None:
             problems.append(f"The custom header {name!r} has no text value; it was not sent.")
@@ -263,6 +269,27 @@ def custom_headers(text: str | None) -> tuple[dict[str, str], list[str]]:
     if len(parsed) > MAX_CUSTOM_HEADER_COUNT:
         problems.append(f"Only the first {MAX_CUSTOM_HEADER_COUNT} custom headers were sent.")
     return headers, problems
+
+
+def _named(headers: dict[str, str], name: str) -> str | None:
+    """The key of ``headers`` that names the same field as ``name`` (RFC 9110 section 5.1:
+    field names are case-insensitive), or None."""
+    folded = name.lower()
+    return next((key for key in headers if key.lower() == folded), None)
+
+
+def merge_headers(*layers: dict[str, str]) -> dict[str, str]:
+    """``layers`` merged in order, a later header replacing an earlier one of the same name
+    whatever its case (RFC 9110 section 5.1), so that a request carries each field once; the
+    replacing header keeps its own spelling."""
+    merged: dict[str, str] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            earlier = _named(merged, name)
+            if earlier is not None:
+                del merged[earlier]
+            merged[name] = value
+    return merged
 
 
 def secret_key(secret: str) -> bytes:
@@ -294,14 +321,16 @@ def prepare(
         body, logged = rendered.encode("utf-8", "replace"), rendered
     else:
         body, logged = orjson.dumps(event), event
-    content_type = parameters.get("contentType") or DEFAULT_CONTENT_TYPE
-    headers = {"Content-Type": content_type, "User-Agent": f"flagadmin/{__version__}"}
+    defaults = {
+        "Content-Type": parameters.get("contentType") or DEFAULT_CONTENT_TYPE,
+        "User-Agent": f"flagadmin/{__version__}",
+    }
     if parameters.get("authorization"):
-        headers["Authorization"] = parameters["authorization"]
+        defaults["Authorization"] = parameters["authorization"]
     extra, problems = custom_headers(parameters.get("customHeaders"))
-    headers.update(extra)
-    headers["webhook-id"] = webhook_id
-    headers["webhook-timestamp"] = str(timestamp)
+    signature = {"webhook-id": webhook_id, "webhook-timestamp": str(timestamp)}
     if parameters.get("secret"):
-        headers["webhook-signature"] = sign(parameters["secret"], webhook_id, timestamp, body)
+        signature["webhook-signature"] = sign(parameters["secret"], webhook_id, timestamp, body)
+    headers = merge_headers(defaults, extra, signature)
+    content_type = headers[_named(headers, "Content-Type")]  # type: ignore[index]
     return Prepared(parameters["url"], content_type, headers, body, logged, problems)

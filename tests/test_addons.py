@@ -11,10 +11,13 @@ from flagadmin.store import deliveries, integration_events
 from flagadmin.store import events as store_events
 
 from helpers import auth
+from receiver import Receiver
 
 ADDONS = "/api/admin/addons"
 ADDON = "/api/admin/addons/{id}"
-RECEIVER = "http://127.0.0.1:9099/hook"
+#: The URL of configurations that are saved and never sent (no worker runs here); a test that
+#: sends (``/test``) points its configuration at its own :class:`Receiver` on a free port.
+RECEIVER = "http://127.0.0.1/saved-never-sent"
 
 
 def config(**changes) -> dict:
@@ -41,6 +44,13 @@ def config(**changes) -> dict:
 def app(make_app):
     """The app, allowed to reach 127.0.0.1 (the tests' receivers); test_ssrf.py tests the guard."""
     return make_app(integrations_allowed_hosts=("127.0.0.1",))
+
+
+@pytest.fixture
+def receiver():
+    started = Receiver()
+    yield started
+    started.close()
 
 
 def newest_events(db, n: int = 5) -> list[dict]:
@@ -156,11 +166,15 @@ def test_create__invalid__400_naming_the_field_and_nothing_written(client, admin
 
 
 @pytest.mark.parametrize("max_age", ["P9999Y", "P9999M", "P1D", "PT9999999S"])
-def test_create__any_max_age_the_document_allows__201_and_retention_applies(client, admin_token, db, max_age):
+def test_create__any_max_age_the_document_allows__201_and_retention_applies(
+    client, admin_token, db, receiver, max_age
+):
     """The OpenAPI pattern of eventsMaxAge allows up to four digits of years: every such value
     is accepted (schemathesis found P8892Y refused), ages beyond 1,000 years counting as that."""
     # When
-    response = client.post(ADDONS, json=config(eventsMaxAge=max_age), headers=auth(admin_token))
+    body = config(eventsMaxAge=max_age)
+    body["parameters"]["url"] = receiver.url("/ok")
+    response = client.post(ADDONS, json=body, headers=auth(admin_token))
     # Then
     assert response.status_code == 201, response.get_json()
     assert response.get_json()["eventsMaxAge"] == max_age
@@ -328,3 +342,79 @@ def test_create__then_event__the_new_configuration_handles_it_at_once(client, ad
     # Then
     event_id = db.value("SELECT max(id) FROM events")
     assert created["id"] in {d["integration_id"] for d in deliveries.of_event(db, event_id)}
+
+
+def sent_headers(client, token: str, receiver: Receiver, **parameters) -> tuple[list[tuple[str, str]], dict]:
+    """Create a webhook to ``receiver`` with ``parameters``, send its test event, and return
+    the header fields the receiver got (as sent, in order) and the attempt's log row."""
+    body = config()
+    body["parameters"] = {"url": receiver.url("/ok"), **parameters}
+    created = client.post(ADDONS, json=body, headers=auth(token))
+    assert created.status_code == 201, created.get_json()
+    row = client.post(ADDON.format(id=created.get_json()["id"]) + "/test", headers=auth(token))
+    assert row.status_code == 200, row.get_json()
+    (request,) = receiver.received("/ok")
+    return request.fields, row.get_json()
+
+
+def named(fields: list[tuple[str, str]], name: str) -> list[str]:
+    """The values of the header ``name``, whatever the case it was sent in."""
+    return [value for key, value in fields if key.lower() == name.lower()]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "authorization", "user_agent"),
+    [
+        ("Content-Type", "Authorization", "User-Agent"),
+        ("content-type", "authorization", "user-agent"),
+        ("CONTENT-TYPE", "AUTHORIZATION", "USER-AGENT"),
+        ("content-Type", "AuThOrIzAtIoN", "user-Agent"),
+    ],
+)
+def test_custom_headers__same_name_in_any_case__replace_the_default_one_of_each_sent(
+    client, admin_token, receiver, content_type, authorization, user_agent
+):
+    """RFC 9110 section 5.1: field names are case-insensitive. A custom header replaces the
+    default of the same name whatever its case; the receiver never gets two of one."""
+    # When
+    fields, row = sent_headers(
+        client,
+        admin_token,
+        receiver,
+        contentType="application/json",
+        authorization="Bearer from-the-parameter",
+        customHeaders=orjson.dumps(
+            {content_type: "text/plain", authorization: "Bearer custom", user_agent: "mine/1"}
+        ).decode(),
+    )
+    # Then: one of each, the custom value
+    assert named(fields, "Content-Type") == ["text/plain"]
+    assert named(fields, "Authorization") == ["Bearer custom"]
+    assert named(fields, "User-Agent") == ["mine/1"]
+    assert row["state"] == "success" and row["details"]["contentType"] == "text/plain"
+
+
+def test_custom_headers__two_names_differing_in_case__the_last_sent_and_the_row_says_so(
+    client, admin_token, receiver
+):
+    # When
+    fields, row = sent_headers(client, admin_token, receiver, customHeaders='{"X-Team": "a", "x-team": "b"}')
+    # Then
+    assert named(fields, "X-Team") == ["b"]
+    assert row["state"] == "successWithErrors"
+    assert "'x-team' repeats 'X-Team'" in row["stateDetails"]
+
+
+@pytest.mark.parametrize("name", ["WEBHOOK-ID", "Webhook-Signature", "content-LENGTH", "HOST"])
+def test_custom_headers__reserved_name_in_any_case__not_sent_and_named(client, admin_token, receiver, name):
+    # When
+    fields, row = sent_headers(
+        client,
+        admin_token,
+        receiver,
+        secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        customHeaders=orjson.dumps({name: "1"}).decode(),
+    )
+    # Then: the framing and signature headers are flagadmin's, once each
+    assert len(named(fields, name)) == 1 and named(fields, name) != ["1"]
+    assert f"The custom header {name!r} cannot be set" in row["stateDetails"]
