@@ -31,6 +31,7 @@ filters and the response parameters are generated from.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar
 
 import orjson
@@ -131,7 +132,7 @@ class UserEmail(ComplexAttribute):
     """What the address is for, e.g. 'work'."""
 
     primary: bool | None = None
-    """Whether it is the user's preferred address."""
+    """Whether it is the user's preferred address (absent: false; null is refused)."""
 
 
 class UserGroup(ComplexAttribute):
@@ -165,8 +166,10 @@ class User(Resource[Any]):
     display_name: str | None = None
     """The name of the user, shown to other users (the personal dashboard's admins and owners)."""
 
-    active: bool | None = None
-    """False: the user is deactivated, its personal access tokens are revoked. Unset: active."""
+    active: Annotated[bool | None, Required.true] = None
+    """True: the user may sign in. False: it is deactivated, its personal access tokens are
+    revoked. Always one of the two: null is refused and it cannot be removed; a POST without it
+    creates an active user, a PUT without it leaves it as it was."""
 
     emails: list[UserEmail] | None = None
     """The user's email; flagadmin keeps one (the primary one)."""
@@ -224,26 +227,140 @@ ENDPOINTS = {"User": "/Users", "Group": "/Groups"}
 # --- errors (RFC 7644 section 3.12) ------------------------------------------------------------
 
 
+#: Words of pydantic's and Python's that never reach a client: a detail holding one is replaced
+#: by flagadmin's own.
+_FOREIGN_WORDS = (
+    "pydantic",
+    "input should",
+    "validation error",
+    "[type=",
+    "<class",
+    "object at 0x",
+    "traceback",
+)
+
+#: What a value of each of pydantic's error types should have been, by the type's first word.
+_ACCEPTED = {
+    "string": "a string",
+    "bool": "true or false",
+    "model": "an object",
+    "dict": "an object",
+    "list": "an array",
+    "iterable": "an array",
+    "tuple": "an array",
+    "int": "a number",
+    "float": "a number",
+    "datetime": "an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z",
+    "url": "a URI",
+}
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in words (``null``, ``true``, ``a number``, ``a string``...), for
+    messages that say what a request sent without echoing it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "an empty string" if not value else "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object"
+
+
+def _attribute_name(location: tuple[Any, ...] | list[Any]) -> str:
+    """The SCIM path of a pydantic error location: ``("emails", 0, "primary")`` ->
+    ``emails[0].primary``, field names in camelCase (``user_name`` -> ``userName``)."""
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            continue
+        name = str(part)
+        if name.startswith(("function-", "json-or-python", "union[")) or name in ("str", "bool", "list"):
+            continue
+        name = name if name.startswith("$") else _camel(name)
+        text = f"{text}.{name}" if text else name
+    return text or "the body"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _clean(detail: str, attribute: str | None = None) -> str:
+    """``detail`` when it is in flagadmin's words; else flagadmin's words for it."""
+    lowered = detail.lower()
+    if detail and not any(word.lower() in lowered for word in _FOREIGN_WORDS):
+        return detail
+    if attribute:
+        return f"{attribute} has a value of the wrong type: see /Schemas for what it takes."
+    return "The request is not a valid SCIM request: see /Schemas for the attributes and their types."
+
+
+def _validation_message(error: Any) -> str:
+    """flagadmin's words for one pydantic error (``{"type", "loc", "msg", "input"}``): which
+    attribute was wrong, what it takes, and what kind of value it had."""
+    location = error.get("loc") or ()
+    attribute = _attribute_name(location)
+    kind = str(error.get("type") or "")
+    message = str(error.get("msg") or "")
+    if kind == "missing" or (location and "is required but value is missing" in message):
+        return f"{attribute} is required."
+    named = re.match(r"Field '([\w.$]+)' is required", message)
+    if named:
+        return f"{named.group(1)} is required."
+    accepted = _ACCEPTED.get(kind.split("_", 1)[0])
+    if accepted is None:
+        return _clean(message, attribute if location else None)
+    return f"{attribute} must be {accepted}; it was {json_kind(error.get('input'))}."
+
+
+def _validation_error(exc: BaseException | None) -> ValidationError | None:
+    """The pydantic ValidationError ``exc`` is or was raised from, if any."""
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, ValidationError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
 def as_refusal(exc: Exception) -> Refusal:
-    """The refusal a failure of scim2-models to read a request stands for: its own exceptions
-    with their status, ``scimType`` and detail (all of them are 400s today; a 404 or 409 would
-    keep its status), pydantic validation errors as their first problem (``invalidValue``,
-    ``invalidSyntax``, ``mutability``...), anything else as ``invalidSyntax``."""
-    if isinstance(exc, SCIMException):
-        error = exc.to_error()
-    elif isinstance(exc, ValidationError) and exc.errors():
-        errors = exc.errors()
-        error = Error.from_validation_error(errors[0])
+    """The refusal a failure of scim2-models to read a request stands for, in flagadmin's words
+    (never pydantic's text, links or Python reprs): scim2-models' own exceptions keep their
+    status and ``scimType``; a pydantic validation error (raised alone or behind one of
+    scim2-models') says which attribute was wrong, what it takes and what kind of value it
+    had (``invalidValue``, or the ``scimType`` scim2-models gave it); anything else is
+    ``invalidSyntax``. RFC 7644 section 3.12."""
+    validation = _validation_error(exc)
+    if validation is not None and validation.errors():
+        errors = validation.errors()
+        scim_type = exc.scim_type if isinstance(exc, SCIMException) and exc.scim_type else None
+        if scim_type is None:
+            scim_type = Error.from_validation_error(errors[0]).scim_type or "invalidValue"
+        detail = _validation_message(errors[0])
         if len(errors) > 1:
-            error.detail = f"{error.detail} (and {len(errors) - 1} more problems)"
-    else:
-        return Invalid(str(exc) or type(exc).__name__, scim_type="invalidSyntax")
-    detail = error.detail or ""
+            detail = f"{detail} (and {len(errors) - 1} more problems)"
+        return Invalid(detail, scim_type=scim_type)
+    if not isinstance(exc, SCIMException):
+        return Invalid(
+            "The request is not a valid SCIM request: see /Schemas for the attributes and their types.",
+            scim_type="invalidSyntax",
+        )
+    error = exc.to_error()
+    attribute = exc.context.get("attribute")
+    detail = _clean(error.detail or "", str(attribute) if attribute else None)
     if error.status == NotFound.status:
         return NotFound(detail, scim_type=error.scim_type)
     if error.status == Conflict.status:
         return Conflict(detail, scim_type=error.scim_type)
-    return Invalid(detail, scim_type=error.scim_type)
+    return Invalid(detail, scim_type=error.scim_type or "invalidValue")
 
 
 def error_body(status: int, detail: str, scim_type: str | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ..store import Connection
 from ..store.scim_filter import GROUP_ID_PREFIX, UnsupportedFilter, Vocabulary, condition, parse_id
 from ..timestamps import Clock
 from .protocol import MAX_OPERATIONS, MAX_STRING, POLICY, as_refusal, parse_filter
+from .values import check_patch, check_resource
 
 #: Member sub-attributes of a group (RFC 7643 section 4.2), in output order.
 MEMBER_FIELDS = ("value", "$ref", "type", "display")
@@ -102,8 +103,10 @@ def read_resource(model: type[ResourceT], document: dict[str, Any], context: Con
     with flagadmin's tolerances (:data:`~flagadmin.directory.protocol.POLICY`).
 
     :raise Invalid: the body does not describe a ``model`` (``invalidValue``,
-        ``invalidSyntax``, ``mutability``...).
+        ``invalidSyntax``, ``mutability``...), or an attribute flagadmin keeps is outside its
+        type (:func:`~flagadmin.directory.values.check_resource`).
     """
+    check_resource(model, document)
     try:
         return model.model_validate(document, scim_ctx=context, scim_policy=POLICY)
     except Exception as exc:
@@ -115,11 +118,13 @@ def read_patch(model: type[Resource[Any]], document: dict[str, Any]) -> PatchOp[
     :data:`~flagadmin.directory.protocol.MAX_OPERATIONS` operations.
 
     :raise Invalid: too many operations, or an invalid operation (``invalidValue``,
-        ``invalidPath``...).
+        ``invalidPath``...), a value outside its attribute's type or the removal of a required
+        attribute (:func:`~flagadmin.directory.values.check_patch`).
     """
     operations = document.get("Operations", document.get("operations"))
     if isinstance(operations, list) and len(operations) > MAX_OPERATIONS:
         raise Invalid(f"A PATCH takes at most {MAX_OPERATIONS} operations.", scim_type="invalidValue")
+    check_patch(model, document)
     try:
         return PatchOp[model].model_validate(
             document, scim_ctx=Context.RESOURCE_PATCH_REQUEST, scim_policy=POLICY

@@ -20,17 +20,20 @@ from typing import Any
 from scim2_models import Context, Meta, ResponseParameters
 
 from .. import events
+from ..refusals import Invalid
 from ..store import Conflict, Connection
 from ..store import directory as store
 from ..store.scim_filter import USER_ATTRIBUTES, group_scim_id
 from .protocol import (
     POLICY,
+    USER_SCHEMA,
     User,
     UserEmail,
     UserGroup,
     UserName,
     as_refusal,
     dump,
+    json_kind,
     list_response,
     paging,
     response_parameters,
@@ -60,24 +63,46 @@ def _main_email(emails: list[UserEmail] | None) -> UserEmail | None:
 
 
 def user_fields(user: User) -> dict[str, Any]:
-    """The columns (:data:`flagadmin.store.directory.USER_FIELDS`) a SCIM ``user`` stands for.
+    """The columns (:data:`flagadmin.store.directory.USER_FIELDS`) a SCIM ``user`` stands for:
+    booleans as 0 or 1, never NULL (``emails.primary`` absent is 0; with no email, no email
+    columns at all).
 
-    :raise Invalid: ``invalidValue`` for a missing userName or a string too long.
+    :raise Invalid: ``invalidValue`` for a missing userName, a string too long, or an
+        ``active`` that is not true or false.
     """
     email = _main_email(user.emails)
     name = user.name or UserName()
+    if not isinstance(user.active, bool):
+        raise Invalid(
+            f"active must be true or false; it was {json_kind(user.active)}.", scim_type="invalidValue"
+        )
     return {
         "username": read_text(user.user_name, "userName", required=True),
         "name": read_text(user.display_name, "displayName"),
         "email": read_text(email.value if email else None, "emails.value"),
         "email_type": read_text(email.type if email else None, "emails.type"),
-        "email_primary": None if email is None or email.primary is None else int(email.primary),
+        "email_primary": None if email is None else int(bool(email.primary)),
         "external_id": read_text(user.external_id, "externalId"),
         "given_name": read_text(name.given_name, "name.givenName"),
         "family_name": read_text(name.family_name, "name.familyName"),
         "formatted_name": read_text(name.formatted, "name.formatted"),
-        "active": None if user.active is None else int(user.active),
+        "active": int(user.active),
     }
+
+
+def _stated_active(document: dict[str, Any]) -> bool:
+    """Whether the POST or PUT body ``document`` states ``active`` (any case, with or without
+    the core schema's URN)."""
+    names = {"active", f"{USER_SCHEMA.lower()}:active"}
+    return any(str(key).lower() in names for key in document)
+
+
+def _read_user(document: dict[str, Any], context: Context) -> tuple[User, bool]:
+    """The User of a POST or PUT body and whether it stated ``active``; a body without it is
+    read as ``active: true`` (the caller decides what the absence means)."""
+    stated = _stated_active(document)
+    user = read_resource(User, document if stated else {**document, "active": True}, context)
+    return user, stated
 
 
 def user_resource(site: Site, row: dict[str, Any], groups: list[dict[str, Any]] | None) -> User:
@@ -101,7 +126,7 @@ def user_resource(site: Site, row: dict[str, Any], groups: list[dict[str, Any]] 
         user_name=row["username"],
         name=name,
         display_name=row["name"],
-        active=None if row["active"] is None else bool(row["active"]),
+        active=row["active"] != 0,
         emails=[email] if email else None,
         groups=[
             UserGroup(
@@ -133,7 +158,7 @@ def user_record(row: dict[str, Any]) -> dict[str, Any]:
         "givenName": row["given_name"],
         "familyName": row["family_name"],
         "externalId": row["external_id"],
-        "active": None if row["active"] is None else bool(row["active"]),
+        "active": row["active"] != 0,
         "rootRole": row["root_role"],
         "scimManaged": bool(row["scim_managed"]),
     }
@@ -205,14 +230,15 @@ def list_users(conn: Connection, site: Site, args: dict[str, Any]) -> dict[str, 
 def create_user(
     conn: Connection, site: Site, document: dict[str, Any], parameters: ResponseParameters[Any] | None = None
 ) -> tuple[dict[str, Any], str]:
-    """``POST /Users``: create a SCIM-managed user with root role Viewer; return its
-    document and its location.
+    """``POST /Users``: create a SCIM-managed user with root role Viewer (active unless the
+    body says ``active: false``); return its document and its location.
 
     :raise Invalid: an invalid body.
     :raise Conflict: ``uniqueness``: a live user has the userName (whatever its case) or the
         externalId.
     """
-    fields = user_fields(read_resource(User, document, Context.RESOURCE_CREATION_REQUEST))
+    user, _ = _read_user(document, Context.RESOURCE_CREATION_REQUEST)
+    fields = user_fields(user)
     now = site.clock.now_rfc3339()
     with conn.write("directory"):
         conflict = store.user_conflict(conn, fields["username"], fields["external_id"])
@@ -250,7 +276,7 @@ def _write_user(conn: Connection, site: Site, row: dict[str, Any], fields: dict[
         pre_data=user_record(row),
         clock=site.clock,
     )
-    if row["active"] != 0 and after["active"] == 0:
+    if row["active"] != 0 and after["active"] == 0:  # NULL, from before booleans were checked: active
         _revoke_tokens(conn, site, row["id"], "deactivated by the directory", now)
     return after
 
@@ -274,18 +300,22 @@ def replace_user(
     parameters: ResponseParameters[Any] | None = None,
 ) -> dict[str, Any]:
     """``PUT /Users/{id}``: replace every attribute flagadmin keeps (read-only ones such as
-    ``id``, ``meta`` and ``groups`` are ignored); absent ones are cleared.
+    ``id``, ``meta`` and ``groups`` are ignored); absent ones are cleared, except ``active``,
+    which keeps its state (true or false: it is never cleared).
 
     :raise Invalid: an invalid body.
     :raise NotFound: an unknown user.
     :raise Conflict: ``uniqueness``, as for :func:`create_user`.
     """
-    fields = user_fields(read_resource(User, document, Context.RESOURCE_REPLACEMENT_REQUEST))
+    user, stated = _read_user(document, Context.RESOURCE_REPLACEMENT_REQUEST)
+    fields = user_fields(user)
     number = read_id("user", user_id)
     with conn.write("directory"):
         row = store.user(conn, number)
         if row is None:
             raise not_found("user", user_id)
+        if not stated:  # a PUT without active never reactivates, nor deactivates
+            fields["active"] = 0 if row["active"] == 0 else 1
         after = _write_user(conn, site, row, fields)
     return user_documents(conn, site, [after], parameters)[0]
 
