@@ -15,7 +15,6 @@ itself with one atomic step, and wakes the drain thread, started beforehand, thr
 from __future__ import annotations
 
 import _thread
-import contextlib
 import itertools
 import logging
 import os
@@ -24,9 +23,8 @@ import threading
 import time
 
 import waitress
-from waitress.channel import ClientDisconnected, HTTPChannel
+from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
-from waitress.task import WSGITask
 
 log = logging.getLogger("flagadmin")
 
@@ -35,59 +33,18 @@ MAX_REQUEST_HEADER_SIZE = 256 * 1024
 MAX_REQUEST_BODY_SIZE = 1024 * 1024
 
 
-#: A response head is sent in one piece with its body's first chunk when that chunk is at most
-#: this many bytes (a flag, an error, a 4.1 page or a 4.2 answer at the reference size, all under
-#: 100 KB): one send. A larger chunk is sent after its head, as waitress does, rather than
-#: copied behind it.
-MERGE_MAX = 128 * 1024
-
-
-class Task(WSGITask):
-    """waitress's WSGI task, whose response head waits for its body (:class:`Channel`).
-
-    waitress (3.0) hands the head to the channel, then the body's first chunk, and the task
-    thread sends each at once: two ``send`` calls a response, each a let-go and a retaking of
-    the interpreter lock. Here the channel keeps the head back and sends it with the first
-    chunk (up to :data:`MERGE_MAX` bytes); the bytes on the wire are the same. A response with
-    no body (a 202, a 204, a 304, a ``HEAD``) sends its head when the task finishes, as before.
-    Measured on one core under 8 connections: 3.6 to 6 % less server CPU a request for a flag
-    create, a kept 4.2 and a kept 4.3, and a lower p99 for most answers (bench/RESULTS.md,
-    sixteenth section).
-    """
-
-    channel: Channel
-
-    def build_response_header(self) -> bytes:
-        head = super().build_response_header()
-        self.channel.hold_next_write()
-        return head
-
-    def finish(self) -> None:
-        super().finish()
-        self.channel.send_held()
-
-    def service(self) -> None:
-        try:
-            super().service()
-        finally:
-            if self.channel.held:  # the task failed between its head and its body
-                with contextlib.suppress(ClientDisconnected, OSError):
-                    self.channel.send_held()
-
-
 class Channel(HTTPChannel):
-    """waitress's HTTP channel, without its main loop spinning while a task thread sends, and
-    with each response head sent together with its body (:class:`Task`).
+    """waitress's HTTP channel, without its main loop spinning while a task thread sends.
 
-    waitress (3.0) asks ``select`` whether a connection is writable whenever its output buffer
-    holds bytes. While a request's task runs, the task thread appends its response there and
-    sends it itself, at once (``send_bytes`` is 1); the main loop must not send then, so its
-    ``handle_write`` does nothing. But a socket with room in its buffer is always writable: for
-    as long as the task thread is inside that send (on loopback, the receiver's side of TCP
-    runs in the sender's system call), ``select`` returns at once, again and again, whenever
-    the loop is awake (woken by another connection). Measured under 8 connections of flag
-    archives on one core: 15 ``select`` calls per request, each taking the GIL back from the
-    threads that do the work (bench/RESULTS.md, "waitress's main loop spinning").
+    What it fixes in waitress (3.0): the main loop asks ``select`` whether a connection is
+    writable whenever its output buffer holds bytes. While a request's task runs, the task
+    thread appends its response there and sends it itself, at once (``send_bytes`` is 1); the
+    main loop must not send then, so its ``handle_write`` does nothing. But a socket with room
+    in its buffer is always writable: for as long as the task thread is inside that send (on
+    loopback, the receiver's side of TCP runs in the sender's system call), ``select`` returns
+    at once, again and again, whenever the loop is awake (woken by another connection), each
+    time taking the GIL back from the threads that do the work (15 ``select`` calls per flag
+    archive under 8 connections on one core).
 
     Here a connection is not polled for writing while its task runs and the last send took
     every byte given to it: the bytes in the buffer are then ones the task thread has just
@@ -96,54 +53,21 @@ class Channel(HTTPChannel):
     the main loop (its trigger) to send them when the socket has room; at the end of every task
     it wakes it again. Closing connections are polled as before.
 
-    It overrides ``HTTPChannel.writable``, ``write_soon`` and the internal ``_flush_some`` of
-    waitress 3.0, and :class:`Task` its task's ``build_response_header``, ``finish`` and
-    ``service`` (pyproject keeps waitress below 4); ``tests/test_serving_channel.py`` checks
-    them against the installed waitress.
-    """
+    How it was measured: ``bench/probes/clarity_debt.py --cases create,archive`` (flag writes,
+    8 connections, the server pinned to one core, wrk on the other), this channel against
+    waitress's own in 6 alternated pairs on 2026-11-27: without it the server spent 16 % more
+    CPU per flag create and 17 % more per archive (medians of the per-pair ratios), and served
+    11 % fewer creates and 4.5 % fewer archives a second; ``docs/architecture.md`` has the
+    figures and the command. Its cost: the p99 of small kept reads is a little above that of
+    waitress's own channel.
 
-    task_class = Task
+    It overrides ``HTTPChannel.writable`` and the internal ``_flush_some`` of waitress 3.0
+    (pyproject keeps waitress below 4); ``tests/test_serving_channel.py`` checks them against
+    the installed waitress.
+    """
 
     #: The last send of this connection left bytes in its output buffer.
     _behind = False
-    #: The next :meth:`write_soon` is a response head, to be kept back (:class:`Task`).
-    _hold_next = False
-    #: The response head kept back, not yet in the output buffer.
-    held = b""
-
-    def hold_next_write(self) -> None:
-        """Keep back the next :meth:`write_soon` (the response head being built) until the
-        body's first chunk or :meth:`send_held`."""
-        self._hold_next = True
-
-    def send_held(self) -> None:
-        """Send the head kept back, if any (the response has no body, or the task ends).
-
-        :raise waitress.channel.ClientDisconnected: the client has gone.
-        """
-        held, self.held = self.held, b""
-        if held:
-            super().write_soon(held)
-
-    def write_soon(self, data) -> int:
-        """waitress's ``write_soon``, with the response head kept back and put in front of the
-        body's first chunk (bytes of at most :data:`MERGE_MAX`); a larger chunk, or a file
-        (``wsgi.file_wrapper``), goes after the head sent on its own.
-
-        :raise waitress.channel.ClientDisconnected: the client has gone.
-        """
-        if self._hold_next:
-            self._hold_next = False
-            self.held = data
-            return len(data)
-        held = self.held
-        if held:
-            self.held = b""
-            if type(data) is bytes and len(data) <= MERGE_MAX:
-                data = held + data
-            else:
-                super().write_soon(held)
-        return super().write_soon(data)
 
     def _flush_some(self, do_close: bool = True) -> bool:
         try:
@@ -152,6 +76,7 @@ class Channel(HTTPChannel):
             self._behind = bool(self.total_outbufs_len)
 
     def writable(self) -> bool:
+        """waitress's answer, except False while a task thread is sending (see the class)."""
         if (
             self.requests
             and not self._behind
