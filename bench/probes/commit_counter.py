@@ -87,11 +87,13 @@ def main() -> None:
                 cwd="/",
             ).stdout.split()
             cpu[name].append(float(out[0]))
-            print(f"pair {pair + 1} {name:10s} CPU {float(out[0]):6.2f} µs/call  wall {float(out[1]):6.2f} µs/call")
+            line = f"CPU {float(out[0]):6.2f} µs/call  wall {float(out[1]):6.2f} µs/call"
+            print(f"pair {pair + 1} {name:10s} {line}", flush=True)
     for name in names:
         c = cpu[name]
         ratio = statistics.median(a / b for a, b in zip(c, cpu[names[0]], strict=True))
-        print(f"  {name:10s} CPU median {statistics.median(c):.2f} µs/call [{min(c):.2f}-{max(c):.2f}] x{ratio:.3f}")
+        spread = f"[{min(c):.2f}-{max(c):.2f}]"
+        print(f"  {name:10s} CPU median {statistics.median(c):.2f} µs/call {spread} x{ratio:.3f}")
     shutil.rmtree(work)
 
 
