@@ -120,7 +120,14 @@ def _failure(exc: Exception) -> Response:
 
 
 def _site() -> Site:
-    return Site(base_url=request.url_root.rstrip("/") + (bp.url_prefix or ""), clock=state().clock)
+    """Where the SCIM resources are: the configured service URL (``FLAGADMIN_SERVICE_URL``,
+    default ``http://127.0.0.1:4242``, the default bind address) followed by ``/scim/v2``, for
+    ``meta.location``, ``$ref`` and ``Location``. Never the request's ``Host`` header: a caller
+    chooses it, and locations built from it would send identity providers, or whoever follows
+    them, to the caller's host. An empty service URL gives paths alone (``/scim/v2/Users/12``).
+    """
+    base = state().settings.service_url.strip().rstrip("/")
+    return Site(base_url=base + (bp.url_prefix or ""), clock=state().clock)
 
 
 def _args() -> dict[str, str]:

@@ -61,11 +61,11 @@ def test_create__with_members__201_members_with_ref_type_display_and_events(scim
     assert group["members"] == [
         {
             "value": "2",
-            "$ref": "http://localhost/scim/v2/Users/2",
+            "$ref": "http://127.0.0.1:4242/scim/v2/Users/2",
             "type": "User",
             "display": "Alice Q. Example",
         },
-        {"value": "10", "$ref": "http://localhost/scim/v2/Users/10", "type": "User", "display": "kenji"},
+        {"value": "10", "$ref": "http://127.0.0.1:4242/scim/v2/Users/10", "type": "User", "display": "kenji"},
     ]
     assert event_types(db) == ["group-created", "group-user-added"]
     added = db.one("SELECT created_by, data FROM events WHERE type = 'group-user-added'")
@@ -113,7 +113,7 @@ def test_get__excluded_members_and_attributes__as_entra_reads_groups(scim, db):
     assert_scim_error(scim.get("/Groups/1"), 404)
     user = scim.get(f"/Users/{user_id(db, 'bob')}").get_json()
     assert user["groups"] == [
-        {"value": group["id"], "$ref": f"http://localhost/scim/v2/Groups/{group['id']}", "display": "Readers"}
+        {"value": group["id"], "$ref": f"http://127.0.0.1:4242/scim/v2/Groups/{group['id']}", "display": "Readers"}
     ]
 
 

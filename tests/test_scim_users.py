@@ -47,7 +47,7 @@ def test_create__okta_user__201_with_location_viewer_and_event(scim, db):
     assert (
         response.headers["Location"]
         == user["meta"]["location"]
-        == f"http://localhost/scim/v2/Users/{user['id']}"
+        == f"http://127.0.0.1:4242/scim/v2/Users/{user['id']}"
     )
     assert user["schemas"] == [USER_SCHEMA]
     assert user["userName"] == "jane.doe@example.com"
