@@ -109,12 +109,13 @@ def user_resource(site: Site, row: dict[str, Any], groups: list[dict[str, Any]] 
     """The SCIM User of a stored user ``row`` and its ``groups`` (None: not read)."""
     email = None
     if row["email"] is not None:
-        primary = None if row["email_primary"] is None else bool(row["email_primary"])
-        kind = row["email_type"]
+        primary, kind = row["email_primary"], row["email_type"]
         if not row["scim_managed"] and kind is None:
             # A user flagadmin had before SCIM: its one email is its primary work email.
-            kind, primary = "work", True if primary is None else primary
-        email = UserEmail(value=row["email"], type=kind, primary=primary)
+            kind = "work"
+        if primary is None:  # never written by SCIM (primary), or before booleans were checked
+            primary = not row["scim_managed"]
+        email = UserEmail(value=row["email"], type=kind, primary=bool(primary))
     name = None
     if any(row[key] is not None for key in ("given_name", "family_name", "formatted_name")):
         name = UserName(

@@ -103,11 +103,15 @@ class Vocabulary:
     collections: dict[str, Collection] = field(default_factory=dict)
 
 
-#: A user flagadmin had before SCIM wrote it has its email as its primary work email.
+#: A user flagadmin had before SCIM wrote it has its email as its primary work email. An email
+#: stored without ``primary`` (only before booleans were checked) is not the primary one: a
+#: boolean is true or false, as the documents say.
 _USER_EMAIL = {
     "value": Attribute("u.email"),
     "type": Attribute("coalesce(u.email_type, CASE WHEN u.scim_managed = 0 THEN 'work' END)"),
-    "primary": Attribute("coalesce(u.email_primary, CASE WHEN u.scim_managed = 0 THEN 1 END)", "boolean"),
+    "primary": Attribute(
+        "CASE WHEN u.email IS NOT NULL THEN coalesce(u.email_primary, 1 - u.scim_managed) END", "boolean"
+    ),
 }
 
 #: Users (alias ``u``): what ``/Users`` filters may name.
@@ -121,7 +125,8 @@ USER_ATTRIBUTES = Vocabulary(
         "name.givenname": Attribute("u.given_name"),
         "name.familyname": Attribute("u.family_name"),
         "name.formatted": Attribute("u.formatted_name"),
-        "active": Attribute("u.active", "boolean"),
+        # NULL (stored only before booleans were checked) reads as active, as everywhere
+        "active": Attribute("coalesce(u.active, 1)", "boolean"),
         "meta.created": Attribute("u.created_at", "datetime"),
         "meta.lastmodified": Attribute("u.last_modified", "datetime"),
         "meta.resourcetype": Attribute("User", "constant"),
