@@ -113,7 +113,11 @@ def test_get__excluded_members_and_attributes__as_entra_reads_groups(scim, db):
     assert_scim_error(scim.get("/Groups/1"), 404)
     user = scim.get(f"/Users/{user_id(db, 'bob')}").get_json()
     assert user["groups"] == [
-        {"value": group["id"], "$ref": f"http://127.0.0.1:4242/scim/v2/Groups/{group['id']}", "display": "Readers"}
+        {
+            "value": group["id"],
+            "$ref": f"http://127.0.0.1:4242/scim/v2/Groups/{group['id']}",
+            "display": "Readers",
+        }
     ]
 
 
