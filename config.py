@@ -232,21 +232,26 @@ def iso_duration(name: str, raw: str) -> float:
     second and at most :data:`MAX_DURATION_S` (longer ones are taken as that). Years and months
     count their average length (365.2425 and 30.436875 days), whatever the calendar.
 
+    The whole text is the duration: a space or line break anywhere (a value that only looks
+    valid, such as ``"P30D\n"``) is refused, as is anything isodate's own pattern (whose ``$``
+    lets a trailing newline through) would read past.
+
     :raise SettingsError: not a duration, or shorter than a second; the message names ``name``.
     """
     import isodate
 
+    accepted = "use an ISO 8601 duration such as P30D (30 days) or PT12H (12 hours)"
+    if any(c.isspace() or not c.isprintable() for c in raw):
+        raise SettingsError(f"{name}={raw!r}: {accepted}, with no spaces or line breaks")
     try:
-        duration = isodate.parse_duration(raw.strip().upper())
+        duration = isodate.parse_duration(raw.upper())
         if isinstance(duration, isodate.Duration):
             months = float(duration.years) * 12 + float(duration.months)
             seconds = duration.tdelta.total_seconds() + months * (365.2425 / 12) * 86400
         else:
             seconds = duration.total_seconds()
     except (isodate.ISO8601Error, ValueError, OverflowError) as exc:
-        raise SettingsError(
-            f"{name}={raw!r}: use an ISO 8601 duration such as P30D (30 days) or PT12H (12 hours)"
-        ) from exc
+        raise SettingsError(f"{name}={raw!r}: {accepted}") from exc
     if seconds < 1:
         raise SettingsError(f"{name}={raw!r}: the duration must be at least one second")
     return min(seconds, MAX_DURATION_S)

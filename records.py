@@ -53,6 +53,21 @@ class DecimalInteger(fields.Integer):
         return int(value)
 
 
+class WholeMatch(validate.Regexp):
+    """marshmallow's :class:`~marshmallow.validate.Regexp` matched against the whole value
+    (``re.fullmatch``), so that a pattern's ``$`` means the end of the value as it does in the
+    OpenAPI document's (ECMAScript) patterns: Python's ``re.match`` lets a value with one
+    trailing newline through ``^...$``. The document prints the pattern unchanged.
+
+    :raise marshmallow.ValidationError: the value does not match as a whole.
+    """
+
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, str) or self.regex.fullmatch(value) is None:
+            raise ValidationError(self._format_error(value))
+        return value
+
+
 def validation_messages(error: ValidationError) -> list[str]:
     """Flatten marshmallow's nested error messages into ``"field: message"`` strings."""
     out: list[str] = []
@@ -106,7 +121,7 @@ class EventSchema(Schema):
 class IntegrationEventSchema(Schema):
     """One handled event of an integration configuration (spec 2.2)."""
 
-    id = fields.String(required=True, validate=validate.Regexp(r"^[0-9]+$"))
+    id = fields.String(required=True, validate=WholeMatch(r"^[0-9]+$"))
     integrationId = fields.Integer(required=True)
     createdAt = Timestamp(required=True)
     state = fields.String(required=True, validate=validate.OneOf(INTEGRATION_EVENT_STATES))

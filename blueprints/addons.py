@@ -18,7 +18,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from .. import events
 from ..integrations import configs, delivery, webhooks
-from ..records import IntegrationEventSchema
+from ..records import IntegrationEventSchema, WholeMatch
 from ..spec import EVENT_TYPES
 from ..store import deliveries as store_deliveries
 from ..store import integrations as store_integrations
@@ -69,12 +69,28 @@ def _masked_or(pattern: str) -> str:
 _DESCRIPTIONS = {p.name: p.description for p in webhooks.PARAMETERS}
 
 
-def _text(name: str, max_length: int, regex: str | None = None) -> fields.String:
+#: What the patterns accept, in words: the 400 of a value that does not match says it.
+URL_RULE = (
+    "Must be an http:// or https:// URL with a host name or IP address, of printable ASCII, "
+    "without user name, password or fragment, and nothing around it (no spaces or line breaks)."
+)
+HEADER_VALUE_RULE = "Must be printable ASCII on one line (no line breaks or other control characters)."
+SECRET_RULE = (
+    "Must be whsec_ followed by the base64 of a key of 24 to 66 bytes (or empty: no signing), "
+    "and nothing after it (no spaces or line breaks)."
+)
+MAX_AGE_RULE = (
+    "Must be an ISO 8601 duration of one component, at least a second, such as P30D, P4W, P1Y, "
+    "PT12H or PT90M, and nothing around it (no spaces or line breaks)."
+)
+
+
+def _text(name: str, max_length: int, regex: str | None = None, rule: str | None = None) -> fields.String:
     """An optional text parameter of the webhook provider: at most ``max_length`` characters,
-    matching ``regex`` when given."""
+    matching ``regex`` as a whole when given (else refused with ``rule``)."""
     checks: list[validate.Validator] = [validate.Length(max=max_length)]
     if regex is not None:
-        checks.append(validate.Regexp(regex))
+        checks.append(WholeMatch(regex, error=rule or WholeMatch.default_message))
     return fields.String(validate=checks, metadata={"description": _DESCRIPTIONS[name]})
 
 
@@ -82,7 +98,7 @@ def _url(regex: str) -> fields.String:
     """The webhook provider's ``url`` parameter, matching ``regex``."""
     return fields.String(
         required=True,
-        validate=[validate.Length(min=1, max=webhooks.MAX_URL), validate.Regexp(regex)],
+        validate=[validate.Length(min=1, max=webhooks.MAX_URL), WholeMatch(regex, error=URL_RULE)],
         metadata={"description": _DESCRIPTIONS["url"]},
     )
 
@@ -94,11 +110,15 @@ class WebhookParametersSchema(Schema):
         unknown = RAISE
 
     url = _url(webhooks.URL_PATTERN)
-    contentType = _text("contentType", webhooks.MAX_CONTENT_TYPE, webhooks.HEADER_VALUE_PATTERN)
-    authorization = _text("authorization", webhooks.MAX_AUTHORIZATION, webhooks.HEADER_VALUE_PATTERN)
+    contentType = _text(
+        "contentType", webhooks.MAX_CONTENT_TYPE, webhooks.HEADER_VALUE_PATTERN, HEADER_VALUE_RULE
+    )
+    authorization = _text(
+        "authorization", webhooks.MAX_AUTHORIZATION, webhooks.HEADER_VALUE_PATTERN, HEADER_VALUE_RULE
+    )
     customHeaders = _text("customHeaders", webhooks.MAX_CUSTOM_HEADERS)
     bodyTemplate = _text("bodyTemplate", webhooks.MAX_BODY_TEMPLATE)
-    secret = _text("secret", 128, webhooks.SECRET_PATTERN)
+    secret = _text("secret", 128, webhooks.SECRET_PATTERN, SECRET_RULE)
 
 
 class WebhookParametersUpdateSchema(WebhookParametersSchema):
@@ -108,9 +128,12 @@ class WebhookParametersUpdateSchema(WebhookParametersSchema):
     # pattern) already does.
     url = _url(_masked_or(webhooks.URL_PATTERN))
     authorization = _text(
-        "authorization", webhooks.MAX_AUTHORIZATION, _masked_or(webhooks.HEADER_VALUE_PATTERN)
+        "authorization",
+        webhooks.MAX_AUTHORIZATION,
+        _masked_or(webhooks.HEADER_VALUE_PATTERN),
+        HEADER_VALUE_RULE,
     )
-    secret = _text("secret", 128, _masked_or(webhooks.SECRET_PATTERN))
+    secret = _text("secret", 128, _masked_or(webhooks.SECRET_PATTERN), SECRET_RULE)
 
 
 def _names(description: str) -> fields.List:
@@ -172,7 +195,7 @@ class AddonCreateSchema(Schema):
     eventsMaxAge = fields.String(
         allow_none=True,
         load_default=None,
-        validate=validate.Regexp(MAX_AGE_PATTERN),
+        validate=WholeMatch(MAX_AGE_PATTERN, error=MAX_AGE_RULE),
         metadata={
             "description": "Age (ISO 8601 duration, e.g. P30D) after which rows of its log "
             "are deleted. null: FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE."

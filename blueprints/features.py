@@ -17,7 +17,7 @@ from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, vali
 
 from ..flags import access, changes, reads, updates
 from ..flags.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
-from ..records import Timestamp
+from ..records import Timestamp, WholeMatch
 from ..spec import FLAG_TYPES
 from ..web.auth import Permission
 from ..web.operations import PathParameter, Wire, operation
@@ -49,7 +49,7 @@ def _flag_name(**kwargs: Any) -> fields.String:
     return fields.String(
         validate=[
             validate.Length(min=1, max=NAME_MAX_LENGTH),
-            validate.Regexp(NAME_PATTERN, error=NAME_RULE),
+            WholeMatch(NAME_PATTERN, error=NAME_RULE),
         ],
         metadata={"description": "Unique flag name: " + NAME_RULE + ".", "example": "new-checkout"},
         **kwargs,
@@ -69,7 +69,7 @@ class TagBodySchema(Schema):
     value = fields.String(required=True, validate=validate.Length(min=2, max=50))
     color = fields.String(
         allow_none=True,
-        validate=validate.Regexp(r"^#[0-9A-Fa-f]{6}$"),
+        validate=WholeMatch(r"^#[0-9A-Fa-f]{6}$"),
         metadata={"description": "Accepted and not kept (the color belongs to the tag type)."},
     )
 

@@ -25,10 +25,13 @@ def _expiry(ctx: click.Context, param: click.Parameter, duration: str | None) ->
         return None
     now = datetime.now(UTC)
     try:
-        expires = now + isodate.parse_duration(duration.strip().upper())
+        if any(c.isspace() or not c.isprintable() for c in duration):  # isodate's $ passes a newline
+            raise ValueError("a space or line break")
+        expires = now + isodate.parse_duration(duration.upper())
     except (isodate.ISO8601Error, ValueError, OverflowError) as exc:
         raise click.BadParameter(
-            f"{duration!r} is not an ISO 8601 duration; e.g. P30D (30 days), PT12H (12 hours), P1Y.",
+            f"{duration!r} is not an ISO 8601 duration; e.g. P30D (30 days), PT12H (12 hours), P1Y, "
+            "with no spaces or line breaks.",
             param_hint="--expires-in",
         ) from exc
     if expires <= now:

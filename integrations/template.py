@@ -61,6 +61,86 @@ def js_text(value: Any) -> str:
     return str(value)
 
 
+#: Tag types of Mustache (the character after the opening delimiter); any other is a variable.
+_TYPES = "#^/>!&{="
+_SECTION, _INVERTED, _END, _PARTIAL, _COMMENT, _UNESCAPED, _TRIPLE, _DELIMITERS = _TYPES
+
+
+def _where(template: str, index: int) -> str:
+    """``line L, column C`` (both from 1) of ``template[index]``."""
+    line = template.count("\n", 0, index) + 1
+    return f"line {line}, column {index - template.rfind(chr(10), 0, index)}"
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def syntax_problem(template: str) -> str | None:
+    """What makes ``template`` not a complete Mustache template (the mustache(5) manual's
+    syntax), in flagadmin's words with the line and column, or None when it is one.
+
+    Checked: every tag is closed (``{{x}}``, ``{{{x}}}``, ``{{=<% %>=}}`` with what ends its
+    type), every section (``{{#x}}``, ``{{^x}}``) is closed by ``{{/x}}`` in the reverse order
+    of opening, no ``{{/x}}`` closes what was not opened, tags have names, a set-delimiter tag
+    gives two delimiters, and there are no partials (``{{> x}}``: there are no template files).
+    pystache renders such templates anyway (an unclosed tag as text, an unclosed section to
+    the end), so the body would not be what its author meant: they are refused instead.
+    """
+    opening, closing = "{{", "}}"
+    sections: list[tuple[str, int, str]] = []  # (name, index, opening tag as written)
+    index = 0
+    while (start := template.find(opening, index)) >= 0:
+        inner = start + len(opening)
+        kind = template[inner : inner + 1]
+        ending = {_TRIPLE: "}" + closing, _DELIMITERS: "=" + closing}.get(kind, closing)
+        body_at = inner + 1 if kind and kind in _TYPES else inner
+        end = template.find(ending, body_at)
+        if end < 0:
+            return (
+                f"the tag {_shown(template[start:])!r} at {_where(template, start)} is never closed "
+                f"(end it with {ending})"
+            )
+        tag = template[start : end + len(ending)]
+        name = template[body_at:end].strip()
+        index = end + len(ending)
+        if kind == _COMMENT:
+            continue
+        if kind == _DELIMITERS:
+            delimiters = name.split()
+            if len(delimiters) != 2 or any("=" in d for d in delimiters):
+                return (
+                    f"the set-delimiter tag {_shown(tag)!r} at {_where(template, start)} must give two "
+                    "delimiters without '=', like {{=<% %>=}}"
+                )
+            opening, closing = delimiters
+            continue
+        if not name:
+            return f"the tag {_shown(tag)!r} at {_where(template, start)} has no name"
+        if kind == _PARTIAL:
+            where = _where(template, start)
+            return f"the tag {_shown(tag)!r} at {where} is a partial; partials are not supported"
+        if kind in (_SECTION, _INVERTED):
+            sections.append((name, start, tag))
+        elif kind == _END:
+            if not sections:
+                return f"{_shown(tag)!r} at {_where(template, start)} closes a section that was never opened"
+            opened, opened_at, opened_tag = sections.pop()
+            if opened != name:
+                return (
+                    f"{_shown(tag)!r} at {_where(template, start)} does not close the section "
+                    f"{_shown(opened_tag)!r} opened at {_where(template, opened_at)}; close sections in the "
+                    "reverse order of opening"
+                )
+    if sections:
+        name, at, tag = sections[-1]
+        return (
+            f"the section {_shown(tag)!r} opened at {_where(template, at)} is never closed "
+            f"(end it with {opening}/{name}{closing})"
+        )
+    return None
+
+
 class _NoPartials:
     """Partials (``{{> name}}``) would read templates from files: there are none."""
 
@@ -124,9 +204,12 @@ def render_template(template: str, event: dict[str, Any]) -> str:
     """Render ``bodyTemplate`` for ``event`` (spec 2.3 shape) with the context ``event`` and
     ``eventJson`` (the event's JSON as a JSON string literal, as the reference server gives it).
 
-    :raise TemplateError: a syntax error, a partial, or a rendering over the work budget or
-        :data:`MAX_RENDERED_BODY`.
+    :raise TemplateError: a syntax error (:func:`syntax_problem`), a partial, or a rendering
+        over the work budget or :data:`MAX_RENDERED_BODY`.
     """
+    problem = syntax_problem(template)
+    if problem is not None:
+        raise TemplateError(f"the template is not valid Mustache: {problem}")
     context = {"event": event, "eventJson": orjson.dumps(orjson.dumps(event).decode()).decode()}
     renderer = _BudgetedRenderer()
     try:

@@ -188,12 +188,10 @@ SENSITIVE = frozenset(p.name for p in PARAMETERS if p.sensitive)
 
 
 def schema_match(pattern: str, value: str) -> str | None:
-    """``value`` when it matches the JSON Schema ``pattern`` (an unanchored search, as JSON
-    Schema validators run it in Python), with the one trailing newline that Python's ``$``
-    lets through removed; None when it does not match."""
-    if re.search(pattern, value) is None:
-        return None
-    return value[:-1] if value.endswith("\n") else value
+    """``value`` when it matches the pattern ``pattern`` (``^...$``) as a whole, as the
+    OpenAPI document's ECMAScript pattern reads: a trailing newline, which Python's ``$``
+    lets through, does not match. None when it does not match."""
+    return value if re.fullmatch(pattern, value) else None
 
 
 # --- the request ----------------------------------------------------------------------------

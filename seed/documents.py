@@ -32,7 +32,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from .. import refusals
 from ..flags import changes as flag_changes
 from ..flags.names import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
-from ..records import EventSchema, Timestamp, validation_messages
+from ..records import EventSchema, Timestamp, WholeMatch, validation_messages
 from ..spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
 from ..store import Conflict, Connection
 from ..store import seed as store_seed
@@ -98,7 +98,7 @@ class InstallEnvironmentSeed(Schema):
         required=True,
         validate=[
             validate.Length(min=1, max=NAME_MAX_LENGTH),
-            validate.Regexp(NAME_PATTERN, error=NAME_RULE),
+            WholeMatch(NAME_PATTERN, error=NAME_RULE),
         ],
     )
     type = fields.String(load_default="development", validate=validate.OneOf(ENVIRONMENT_TYPES))
