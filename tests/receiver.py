@@ -17,7 +17,7 @@ Paths (POST):
   at most 30 s): an attempt the test knows to be in progress until it says otherwise.
 - ``/status/<code>``: that status.
 - ``/together/<n>``: the first ``n`` requests to that path are each held until ``n`` of them
-  are in flight at once (at most 10 s; :attr:`Receiver.together_met` says whether they
+  are in flight at once (at most 45 s; :attr:`Receiver.together_met` says whether they
   were), then answered 200; later ones are answered 200 at once. Proves that that many
   senders were working at the same moment.
 """
@@ -180,7 +180,7 @@ class Receiver:
             self.requests.append(request)
             self._arrived.notify_all()
 
-    def _rendezvous(self, n: int, timeout: float = 10.0) -> None:
+    def _rendezvous(self, n: int, timeout: float = 45.0) -> None:
         """Hold a request of ``/together/<n>`` until ``n`` are held at once (see the module)."""
         deadline = time.monotonic() + timeout
         with self._together:

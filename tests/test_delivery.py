@@ -741,7 +741,9 @@ def test_two_processes__deliver_side_by_side__every_delivery_made_exactly_once_n
     parallel = create(client, admin_token, receiver.url("/together/5"), maxInFlight=8)
     before = [change(db, feature_name=f"before-{n}") for n in range(100)]
     # When: two delivery processes start together, and more changes come while they run
-    env = {**os.environ, **FAST_ENV, "FLAGADMIN_DELIVERY_TIMEOUT": "15"}
+    # (an attempt's timeout longer than the receiver holds the first five: a second process
+    # slow to start must not turn the wait into a failed attempt)
+    env = {**os.environ, **FAST_ENV, "FLAGADMIN_DELIVERY_TIMEOUT": "60"}
     processes = []
     for n in range(2):
         with open(tmp_path / f"deliver-{n}.log", "wb") as output:
@@ -764,7 +766,7 @@ def test_two_processes__deliver_side_by_side__every_delivery_made_exactly_once_n
                 [in_order, parallel],
             ) == 2 * len(recorded)
 
-        wait_until(all_finished, timeout=60)
+        wait_until(all_finished, timeout=180)
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
