@@ -20,7 +20,7 @@ from ..flags.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from ..records import Timestamp, WholeMatch
 from ..spec import FLAG_TYPES
 from ..web.auth import Permission
-from ..web.operations import PathParameter, Wire, operation
+from ..web.operations import PathParameter, operation
 from ..web.state import state
 
 bp = Blueprint("features", __name__, url_prefix="/api/admin")
@@ -244,7 +244,7 @@ def _flag_links(name: str) -> dict[str, dict]:
 def get_features(caller, conn, projectId):
     """The live flags of the project, newest created first, with their environments, tags
     and whether the caller favorited each."""
-    return Wire(reads.project_features(conn, caller, projectId))
+    return reads.project_features(conn, caller, projectId)
 
 
 @operation(
@@ -275,7 +275,7 @@ def create_feature(caller, conn, projectId, body):
     created by the caller (so it shows in her personal dashboard, 4.2). A name taken by a live
     or an archived flag, an invalid name or an unknown type is refused with 400 naming the
     field. Records ``feature-created``."""
-    return Wire(changes.create(conn, caller, projectId, body, state().clock))
+    return changes.create(conn, caller, projectId, body, state().clock)
 
 
 @operation(
@@ -289,7 +289,7 @@ def create_feature(caller, conn, projectId, body):
 )
 def get_feature(caller, conn, projectId, featureName):
     """One live flag of the project; an archived flag is 404 here (4.4 lists it)."""
-    return Wire(reads.get(conn, caller, projectId, featureName))
+    return reads.get(conn, caller, projectId, featureName)
 
 
 @operation(
@@ -310,7 +310,7 @@ def update_feature(caller, conn, projectId, featureName, body):
     the value of a new flag). Records ``feature-metadata-updated``, then ``feature-stale-on``
     or ``-off`` when stale changed; nothing when nothing changed. An archived flag is 409:
     revive it first."""
-    return Wire(updates.replace(conn, caller, projectId, featureName, body, state().clock))
+    return updates.replace(conn, caller, projectId, featureName, body, state().clock)
 
 
 @operation(
@@ -338,12 +338,12 @@ def patch_feature(caller, conn, projectId, featureName, body):
         if "value" in op:
             operation_["value"] = op["value"]
         operations.append(operation_)
-    return Wire(updates.patch(conn, caller, projectId, featureName, operations, state().clock))
+    return updates.patch(conn, caller, projectId, featureName, operations, state().clock)
 
 
 def _toggle(caller, conn, projectId, featureName, environment, enabled: bool):
     flag = changes.set_enabled(conn, caller, projectId, featureName, environment, enabled, state().clock)
-    return Wire(flag)
+    return flag
 
 
 @operation(

@@ -8,8 +8,7 @@
 - :func:`event_data` and :func:`as_event_tags`: a flag and its tags as the reference server's
   feature events carry them (``data``/``preData``, ``tags``; spec 2.3, 6).
 
-The key order is the schemas' own, so that a view can send a shape as it is; under ``TESTING``
-the views dump it with the schema too and any difference fails the test (``tests/test_wire.py``).
+The views' answers go through their response schemas' dump, which decides the keys sent.
 Nothing here checks who may read what: :mod:`flagadmin.flags.reads` does, before it builds.
 """
 

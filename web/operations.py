@@ -401,45 +401,6 @@ def answer_response(answer: Answer | SplicedAnswer, status: int = 200) -> Respon
     return response
 
 
-class Wire(dict):
-    """A view's answer already in the shape of its operation's response schema: the schema's
-    keys in the schema's order, each value what the schema's dump gives. The operation sends
-    it as it is instead of dumping it through the schema again (dumping one flag takes about
-    50 µs; in one thread a flag create costs about 8 % less CPU without it: bench/RESULTS.md,
-    fourteenth section).
-
-    Under Flask's ``TESTING`` the operation dumps it as well and compares the JSON of both,
-    byte for byte: a key, a value or an order of its own fails the request with a 500 that
-    names the schema (:class:`WireMismatch`). So the tests hold every ``Wire`` to its schema,
-    and with it to the OpenAPI document made from the schema.
-    """
-
-
-class WireMismatch(RuntimeError):
-    """A :class:`Wire` answer is not what its operation's response schema dumps from it (a bug
-    of the view; raised only under ``TESTING``)."""
-
-
-def _as_sent(schema: Schema | None, result: Any) -> Any:
-    """The JSON value the operation sends for the view's ``result``: ``result`` itself when
-    there is no response schema or it is a :class:`Wire`, otherwise the schema's dump of it.
-
-    :raise WireMismatch: under ``TESTING``, a :class:`Wire` the schema dumps differently.
-    """
-    if schema is None:
-        return result
-    if isinstance(result, Wire):
-        if current_app.testing:
-            expected = orjson.dumps(schema.dump(result))
-            if orjson.dumps(result) != expected:
-                raise WireMismatch(
-                    f"{type(schema).__name__} dumps this answer as {expected[:2000]!r},"
-                    f" not {orjson.dumps(result)[:2000]!r}"
-                )
-        return result
-    return schema.dump(result)
-
-
 def _declared_path_parameters(rule: str, path: dict[str, PathParameter] | None) -> dict[str, PathParameter]:
     names = RULE_VARIABLE.findall(rule)
     declared = dict(path or {})
@@ -477,8 +438,7 @@ def operation(
     The view is called as ``view(caller, conn, **path_args, **query_args[, body=...])`` after
     the caller is authenticated (401) and holds ``permission`` (403), the query string has
     loaded with ``query`` and the body with ``body`` (400). It returns data, dumped with
-    ``response`` into a ``status`` JSON response (a :class:`Wire`: sent as it is, the dump
-    only compared under ``TESTING``); an :class:`~flagadmin.web.cache.Answer`
+    ``response`` into a ``status`` JSON response; an :class:`~flagadmin.web.cache.Answer`
     or :class:`~flagadmin.web.cache.SplicedAnswer` (bytes computed once, with its ETag and
     its gzip once made: :func:`answer_response`); or a ready :class:`flask.Response`. ``statuses``
     lists error statuses beyond those derived from the declaration (see :class:`Operation`).
@@ -522,7 +482,7 @@ def operation(
             if isinstance(result, Answer | SplicedAnswer):
                 result = answer_response(result, status)
             elif not isinstance(result, Response):
-                data = _as_sent(response, result)
+                data = result if response is None else response.dump(result)
                 result = json_response(data, status) if data is not None else empty_response(status)
             if declaration.response_headers:
                 result.headers.update(declaration.response_headers)
