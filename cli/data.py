@@ -5,6 +5,7 @@ documents (or the demo dataset) into it, ``backup`` copies a SQLite database to 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -12,14 +13,14 @@ from .. import refusals
 from ..seed import documents
 from ..store import backup as store_backup
 from ..store import is_postgresql, schema
-from .common import database_option, open_database
+from .common import CREATED_IF_MISSING, database_option, ensure_schema, open_database, require_database
 
 #: How many of a refused seed's problems are printed; the rest are counted.
 SEED_PROBLEMS_SHOWN = 50
 
 
 @click.command("init-db")
-@database_option()
+@database_option(CREATED_IF_MISSING)
 def init_db(database: str) -> None:
     """Create the database, or upgrade its schema; harmless to run twice.
 
@@ -27,10 +28,7 @@ def init_db(database: str) -> None:
     Example:
       flagadmin init-db --db /var/lib/flagadmin/flagadmin.db
     """
-    try:
-        before = schema.ensure_schema(database)
-    except schema.SchemaError as exc:
-        raise click.ClickException(str(exc)) from exc
+    before = ensure_schema(database)
     click.echo(f"{database}: schema version {schema.SCHEMA_VERSION} (was {before}).")
 
 
@@ -43,7 +41,7 @@ def _report_refused_seed(problems: list[str]) -> None:
 
 
 @click.command("seed")
-@database_option()
+@database_option(CREATED_IF_MISSING)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 def seed(database: str, paths: tuple[str, ...]) -> None:
     """Load seed documents (files, or folders of *.json) in one transaction.
@@ -56,7 +54,7 @@ def seed(database: str, paths: tuple[str, ...]) -> None:
     Example:
       flagadmin seed ./my-install.json ./more-seeds/
     """
-    with open_database(database) as conn:
+    with open_database(database, create=True) as conn:
         try:
             counts = documents.load_files(conn, paths or documents.demo_files())
         except refusals.Refusal as exc:
@@ -85,10 +83,22 @@ def backup(database: str, path: str, force: bool) -> None:
             "backup copies a SQLite file; on PostgreSQL use pg_dump, e.g. "
             "pg_dump --format=custom --file=flagadmin.dump 'postgresql://...'. Nothing was written."
         )
+    require_database(database)
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise click.ClickException(
+            f"cannot write {path}: the folder {folder} does not exist; create it first "
+            f"(mkdir -p {folder}) or give another PATH. Nothing was written."
+        )
     try:
         result = store_backup.backup(database, path, force=force)
     except store_backup.BackupError as exc:
         raise click.ClickException(f"{exc} Nothing was written.") from exc
+    except OSError as exc:  # the folder is not writable, the disk is full, ...
+        raise click.ClickException(
+            f"cannot write {path}: {exc.strerror or exc}; give a PATH in a folder this user may write, "
+            "with room for a copy of the database. Nothing was written."
+        ) from exc
     click.echo(
         f"Backed up {database} to {result.path} ({result.size} bytes, schema version "
         f"{result.schema_version})."

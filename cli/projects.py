@@ -142,7 +142,13 @@ def environment_group() -> None:
     type=click.Choice(ENVIRONMENT_TYPES),
     help="Kind of environment.",
 )
-@click.option("--sort-order", default=0, show_default=True, type=int, help="Position in lists (then name).")
+@click.option(
+    "--sort-order",
+    default=0,
+    show_default=True,
+    type=click.IntRange(-(2**31), 2**31 - 1),
+    help="Position in lists (then name); a 32-bit integer, as in seed documents.",
+)
 def environment_add(database: str, name: str, type_: str, sort_order: int) -> None:
     """Add the environment NAME: every live flag gets it, switched off.
 

@@ -9,10 +9,12 @@ until SIGTERM and stop the delivery threads.
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import os
 import signal
+import socket
 import threading
 
 import click
@@ -26,10 +28,11 @@ from ..seed import documents
 from ..store import Connection, StoreError, schema, tokens
 from ..store import seed as store_seed
 from ..tokens import changes
+from ..web.auth import MAX_TOKEN_LENGTH
 from ..web.errors import outside_base_path
 from ..web.inflight import RequestGauge
 from ..web.state import state
-from .common import database_option, open_database, shown, version_message
+from .common import CREATED_IF_MISSING, database_option, open_database, shown, version_message
 
 #: The log lines of serve and deliver: when, how grave, which logger, what.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -58,10 +61,32 @@ def _seed_demo_if_empty(conn: Connection) -> None:
         click.echo("Loaded the demo dataset: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + ".")
 
 
-def _ensure_admin_token(conn: Connection) -> None:
-    """Make ``FLAGADMIN_ADMIN_TOKEN`` a valid admin token, or create and print one when the
-    database holds none. Each change records its event (api-token-created or -updated)."""
+def _fixed_admin_token() -> str | None:
+    """The value of ``FLAGADMIN_ADMIN_TOKEN`` (None when unset or empty), if a client can send
+    it: a token travels as one word of the ``Authorization`` header, so it must be printable
+    ASCII without spaces (``!`` to ``~``), at most :data:`~flagadmin.web.auth.MAX_TOKEN_LENGTH`
+    characters. Any other value exits with a message saying what is accepted (exit status 1)."""
     fixed = os.environ.get("FLAGADMIN_ADMIN_TOKEN")
+    if not fixed:
+        return None
+    if any(character.isspace() for character in fixed):
+        problem = "holds whitespace"
+    elif any(not "!" <= character <= "~" for character in fixed):
+        problem = "holds a control character or a character outside ASCII"
+    elif len(fixed) > MAX_TOKEN_LENGTH:
+        problem = f"is longer than {MAX_TOKEN_LENGTH} characters"
+    else:
+        return fixed
+    raise click.ClickException(
+        f"FLAGADMIN_ADMIN_TOKEN {problem}, so no request could ever send it: give printable ASCII "
+        f"without spaces, at most {MAX_TOKEN_LENGTH} characters, e.g. "
+        '"*:*.$(openssl rand -hex 32)". Nothing was started.'
+    )
+
+
+def _ensure_admin_token(conn: Connection, fixed: str | None) -> None:
+    """Make ``fixed`` (``FLAGADMIN_ADMIN_TOKEN``) a valid admin token, or create and print one
+    when the database holds none. Each change records its event (api-token-created or -updated)."""
     if fixed:
         changes.ensure_admin(conn, events.COMMAND_LINE, fixed, name="FLAGADMIN_ADMIN_TOKEN")
         click.echo("Admin API token: the value of FLAGADMIN_ADMIN_TOKEN.")
@@ -104,8 +129,50 @@ def warm_up(app, threads: int) -> None:
     gc.freeze()
 
 
+def _check_address(host: str, port: int) -> None:
+    """Exit with what to do (:func:`_cannot_listen`) when ``host:port`` cannot be listened on
+    right now, before anything is written: each address ``host`` resolves to is bound once
+    and released, with ``SO_REUSEADDR`` as waitress binds it. Port 0 (any free port) is not
+    checked. The real bind can still fail (the port taken meanwhile): ``serve`` says so too."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise click.ClickException(_cannot_listen(exc, host, port) or str(exc)) from exc
+    if port == 0:
+        return
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                message = _cannot_listen(exc, host, port)
+                raise click.ClickException(message or f"cannot listen on {host}:{port}: {exc}") from exc
+
+
+def _cannot_listen(exc: OSError, host: str, port: int) -> str | None:
+    """What to do when ``host:port`` cannot be listened on (``exc`` from binding), in one
+    line; None for an error that is not about the address."""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, socket.gaierror):
+        return f"--host {host} cannot be resolved ({reason}): give an IP address or a known host name."
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is already in use (perhaps by another flagadmin serve): stop what "
+            f"listens there, or give another --port."
+        )
+    if exc.errno == errno.EACCES:
+        return (
+            f"this user may not listen on port {port} ({reason}): give a --port above 1023, or grant "
+            "the service CAP_NET_BIND_SERVICE."
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine ({reason}): give one of its addresses with --host."
+    return None
+
+
 @click.command("serve")
-@database_option()
+@database_option(CREATED_IF_MISSING)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=4242, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Worker threads.")
@@ -141,11 +208,13 @@ def serve(
       flagadmin serve --demo --port 4242
     """
     base_uri_path = _checked_base_path(base_uri_path)
+    _check_address(host, port)
     settings = _settings()
-    with open_database(database) as conn:
+    fixed_token = _fixed_admin_token()
+    with open_database(database, create=True) as conn:
         if demo:
             _seed_demo_if_empty(conn)
-        _ensure_admin_token(conn)
+        _ensure_admin_token(conn, fixed_token)
     app, mounted = _wsgi_app(database, base_uri_path, access_log, threads)
     warm_up(app, threads)
     # The delivery threads yield to requests in progress (see web/inflight.py).
@@ -155,6 +224,11 @@ def serve(
     worker = Worker(database, settings, threads=delivery_workers, room=wsgi.wait_for_room).start()
     try:
         serving.serve(wsgi, host=host, port=port, threads=threads)
+    except OSError as exc:
+        message = _cannot_listen(exc, host, port)
+        if message is None:
+            raise
+        raise click.ClickException(message) from exc
     finally:
         worker.stop()
         state(app).token_uses.flush()  # the token uses noted in the last second
@@ -192,7 +266,7 @@ def deliver(database: str, once: bool, workers: int | None) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     worker.start()
-    click.echo(f"Delivering events from {database} with {worker.threads} thread(s); SIGTERM stops.")
+    click.echo(f"Delivering events from {shown(database)} with {worker.threads} thread(s); SIGTERM stops.")
     while not stop.wait(1.0):
         pass
     worker.stop()

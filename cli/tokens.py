@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import click
 import isodate
 
-from .. import events
+from .. import events, refusals
 from ..store import Connection, directory, tokens, users
 from ..timestamps import format_rfc3339
 from ..tokens import changes
@@ -74,9 +74,12 @@ def create_token(
         raise click.UsageError("Give exactly one of --admin or --user USERNAME.")
     with open_database(database) as conn:
         if admin:
-            token, _ = changes.create(
-                conn, events.COMMAND_LINE, kind="admin", name=name or "admin token", expires_at=expires_at
-            )
+            try:
+                token, _ = changes.create(
+                    conn, events.COMMAND_LINE, kind="admin", name=name or "admin token", expires_at=expires_at
+                )
+            except refusals.Refusal as exc:  # past the apiTokens resource limit
+                raise click.ClickException(exc.message) from exc
         else:
             user_id = users.id_by_username(conn, username)
             if user_id is None:
@@ -140,7 +143,7 @@ def list_tokens(database: str) -> None:
 
 @click.command("revoke-token")
 @database_option()
-@click.argument("token_id", metavar="ID", type=click.IntRange(min=1))
+@click.argument("token_id", metavar="ID", type=click.IntRange(1, 2**63 - 1))
 def revoke_token(database: str, token_id: int) -> None:
     """Revoke the API token with this ID (see list-tokens); it gets 401 from the next request.
 

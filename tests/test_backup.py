@@ -123,8 +123,8 @@ def test_backup__existing_destination__refused_unless_force(invoke, db_path, tmp
 def test_backup__missing_database__refused_and_not_created(invoke, tmp_path):
     missing = tmp_path / "missing.db"
     result = invoke("backup", str(tmp_path / "copy.db"), db=str(missing))
-    assert result.exit_code == 1
-    assert "does not exist" in result.output
+    assert result.exit_code == 2
+    assert "does not exist" in result.output and "flagadmin init-db" in result.output
     assert not missing.exists()
     assert not (tmp_path / "copy.db").exists()
 

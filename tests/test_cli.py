@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import pytest
@@ -139,9 +141,9 @@ VALID = {
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda d: d["users"][0].update(colour="red"), ["users[0]", "colour", "Unknown field"]),
+        (lambda d: d["users"][0].update(colour="red"), ["users[0]", "colour", "is unknown here"]),
         (lambda d: d["users"][0].pop("username"), ["users[0]", "username", "required"]),
-        (lambda d: d["users"][0].update(rootRole="Owner"), ["users[0]", "rootRole", "Must be one of"]),
+        (lambda d: d["users"][0].update(rootRole="Owner"), ["users[0]", "rootRole", "must be one of"]),
         (lambda d: d["features"][0].update(project="nope"), ["features[0]", "project", "'nope'"]),
         (lambda d: d["favorites"][0].update(feature="ghost"), ["favorites[0]", "feature", "'ghost'"]),
         (
@@ -150,7 +152,7 @@ VALID = {
         ),
         (lambda d: d["features"][0].update(createdAt="yesterday"), ["features[0]", "createdAt"]),
         (lambda d: d["features"][0].update(type="toggle"), ["features[0]", "type"]),
-        (lambda d: d.update(things=[]), ["things", "Unknown field"]),
+        (lambda d: d.update(things=[]), ["things", "is unknown here"]),
         (
             lambda d: d.update(
                 integrationEvents=[
@@ -362,3 +364,192 @@ def test_seed__flags_of_its_names_created_over_http_meanwhile__one_side_wins_cle
     else:
         assert result.exit_code == 1 and "already exists in the database" in result.output, result.output
         assert 201 in statuses and bulk_flags == 0
+
+
+# --- a --db that names no database; every error one line ---------------------------------
+
+#: Every command that needs a database to exist, with arguments it would otherwise accept
+#: (init-db, seed and serve create a missing one).
+NEEDS_A_DATABASE = [
+    ("create-token", "--admin"),
+    ("create-token", "--user", "alice"),
+    ("list-tokens",),
+    ("revoke-token", "1"),
+    ("backup", "COPY"),
+    ("deliver", "--once"),
+    ("project", "create", "checkout"),
+    ("project", "update", "checkout", "--name", "Checkout"),
+    ("project", "delete", "checkout"),
+    ("project", "role", "checkout", "alice", "Owner"),
+    ("environment", "add", "staging"),
+    ("group-role", "Flag admins"),
+    ("group-role", "Flag admins", "--root-role", "Admin"),
+]
+
+
+@pytest.fixture
+def missing_database(engine, tmp_path, request):
+    """A --db that names no database, and a check that it still names none: a path where no
+    file is (SQLite), or the URL of a database the server does not hold (PostgreSQL)."""
+    if engine == "postgresql":
+        import psycopg
+
+        server = request.getfixturevalue("postgres_server")
+        url = urlunsplit(urlsplit(server)._replace(path="/flagadmin_mistyped"))
+
+        def exists() -> bool:
+            with psycopg.connect(server, autocommit=True) as conn:
+                found = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'flagadmin_mistyped'")
+                return found.fetchone() is not None
+
+        return url, exists
+    path = tmp_path / "mistyped.db"
+    return str(path), lambda: any(tmp_path.glob("mistyped.db*"))
+
+
+def assert_one_line_error(result, status: int, *texts: str) -> None:
+    """``result`` failed with ``status``, saying so on one line (no traceback) holding ``texts``."""
+    assert result.exit_code == status, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    for text in texts:
+        assert text in lines[0], result.output
+
+
+@pytest.mark.parametrize("args", NEEDS_A_DATABASE, ids=" ".join)
+def test_command__missing_database__refused_naming_it_and_nothing_created(
+    engine, invoke, missing_database, tmp_path, args
+):
+    # Given: a --db naming no database (a typo)
+    target, exists = missing_database
+    if args[0] == "backup" and engine == "postgresql":
+        pytest.skip("backup copies SQLite files; on PostgreSQL it points to pg_dump")
+    args = tuple(str(tmp_path / "copy.db") if arg == "COPY" else arg for arg in args)
+    # When
+    result = invoke(*args, db=target)
+    # Then: refused in one line that names it and says how to create it, and still no database
+    shown_target = target if engine == "sqlite" else "flagadmin_mistyped"
+    how = "flagadmin init-db --db" if engine == "sqlite" else "createdb"
+    assert_one_line_error(result, 2, shown_target, how)
+    assert not exists()
+    assert not (tmp_path / "copy.db").exists()
+
+
+def test_init_db_and_seed__missing_sqlite_database__created(db_path, invoke):
+    for command in ("init-db", "seed"):
+        path = db_path.parent / f"new-by-{command}.db"
+        assert invoke(command, db=str(path)).exit_code == 0
+        assert schema_version(str(path)) == store_db.SCHEMA_VERSION
+
+
+def test_command__postgresql_server_unreachable__one_line_without_the_password(invoke):
+    from helpers import free_port
+
+    url = f"postgresql://flagadmin:s3cret@127.0.0.1:{free_port()}/flagadmin"
+    for args in (("list-tokens",), ("init-db",), ("seed",)):
+        result = invoke(*args, db=url)
+        assert_one_line_error(result, 2, "cannot be reached", "127.0.0.1", "--db")
+        assert "s3cret" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "texts"),
+    [
+        (("create-token", "--admin", "--expires-in", "soon"), 2, ["--expires-in", "P30D", "--help"]),
+        (("create-token",), 2, ["--admin", "--user"]),
+        (("revoke-token", "first"), 2, ["ID", "integer"]),
+        (("revoke-token", "99999999999999999999999"), 2, ["ID"]),
+        (("environment", "add", "staging", "--sort-order", "99999999999"), 2, ["--sort-order"]),
+        (("project", "update", "default"), 2, ["--name", "--description"]),
+        (("no-such-command",), 2, ["no-such-command", "flagadmin --help"]),
+        (
+            ("backup", "{tmp}/no-such-folder/copy.db"),
+            1,
+            ["no-such-folder", "mkdir -p", "Nothing was written"],
+        ),
+        (("backup", "/proc/copy.db"), 1, ["/proc/copy.db", "Nothing was written"]),
+        (("backup", "{tmp}"), 2, ["directory"]),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else None,
+)
+def test_command__bad_input__one_line_error_saying_what_to_do(db_path, invoke, tmp_path, args, status, texts):
+    # Given: an existing database, and a command given a bad value
+    args = tuple(arg.replace("{tmp}", str(tmp_path)) for arg in args)
+    if "/proc/copy.db" in args and not Path("/proc/self").exists():
+        pytest.skip("needs Linux's /proc, where no file can be created")
+    # When
+    result = invoke(*args, db=str(db_path))
+    # Then
+    assert_one_line_error(result, status, *texts)
+
+
+def test_command__file_that_is_not_a_database__refused_and_untouched(invoke, tmp_path):
+    # Given: a file that is not a SQLite database
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"not a database, but someone's notes " * 100)
+    for args in (("list-tokens",), ("create-token", "--admin"), ("init-db",), ("seed",), ("backup", "x.db")):
+        # When
+        result = invoke(*args, db=str(path))
+        # Then
+        assert_one_line_error(result, 2, str(path), "not a flagadmin database", "--db")
+        assert path.read_bytes() == b"not a database, but someone's notes " * 100
+
+
+def test_init_db__folder_missing__refused_saying_to_create_it(invoke, tmp_path):
+    path = tmp_path / "not-yet" / "flagadmin.db"
+    result = invoke("init-db", db=str(path))
+    assert_one_line_error(result, 2, str(path.parent), "mkdir -p")
+    assert not path.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        ("*:*.abc def", "whitespace"),
+        (" *:*.abc", "whitespace"),
+        ("*:*.abc\n", "whitespace"),
+        ("*:*.abc\t", "whitespace"),
+        ("*:*.abc\x7f", "control character"),
+        ("*:*.clé", "outside ASCII"),
+        ("*:*." + "a" * 600, "longer than 512"),
+    ],
+    ids=["inner space", "leading space", "newline", "tab", "DEL", "accent", "too long"],
+)
+def test_serve__admin_token_no_request_could_send__refused_before_anything_is_written(
+    invoke, database, token, problem
+):
+    # Given: FLAGADMIN_ADMIN_TOKEN holding a value no Authorization header can carry
+    before = every_row_as_text(database)
+    # When
+    result = invoke("serve", "--port", "0", db=database, env={"FLAGADMIN_ADMIN_TOKEN": token})
+    # Then: refused in one line saying what is accepted; nothing stored
+    assert_one_line_error(result, 1, "FLAGADMIN_ADMIN_TOKEN", problem, "printable ASCII without spaces")
+    assert every_row_as_text(database) == before
+
+
+def test_serve__port_in_use__one_line_naming_the_port_and_nothing_written(database, tmp_path):
+    import socket
+
+    from helpers import flagadmin
+
+    # Given: something already listening on the port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        missing = tmp_path / "new.db"
+        for target in (database, str(missing)):
+            # When
+            result = flagadmin("serve", "--db", target, "--port", str(port), timeout=60)
+            # Then: one line on stderr naming the port and what to do; no traceback
+            assert result.returncode == 1, result.stderr
+            assert "Traceback" not in result.stderr
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and f"port {port}" in lines[0] and "--port" in lines[0], result.stderr
+        assert not missing.exists()
+
+
+def test_serve__host_unknown__one_line_saying_what_to_give(invoke, db_path):
+    result = invoke("serve", "--host", "no-such-host.invalid", db=str(db_path))
+    assert_one_line_error(result, 1, "no-such-host.invalid", "--host")

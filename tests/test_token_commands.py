@@ -48,6 +48,7 @@ def test_list_tokens__tokens_of_each_kind__every_column_and_no_secret(invoke, da
 
 
 def test_list_tokens__none__says_how_to_create_one(invoke):
+    assert invoke("init-db").exit_code == 0
     result = invoke("list-tokens")
     assert result.exit_code == 0
     assert "flagadmin create-token" in result.output
