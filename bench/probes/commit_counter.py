@@ -28,17 +28,18 @@ MEASURE = """
 import sys, threading, time
 from flagadmin.store import connect, settings
 db, threads, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-conns = [connect(db) for _ in range(threads)]
-for c in conns:
-    settings.versions(c)
 start = threading.Barrier(threads + 1)
+done = []
 
-def work(conn):
+def work():
+    conn = connect(db)  # a connection is used by the thread that opened it
+    settings.versions(conn)
     start.wait()
     for _ in range(calls):
         settings.versions(conn)
+    done.append(conn)
 
-workers = [threading.Thread(target=work, args=(c,)) for c in conns]
+workers = [threading.Thread(target=work) for _ in range(threads)]
 for w in workers:
     w.start()
 cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -46,6 +47,7 @@ start.wait()
 for w in workers:
     w.join()
 cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+assert len(done) == threads, "a thread failed"
 n = threads * calls
 print(cpu / n * 1e6, wall / n * 1e6)
 """
