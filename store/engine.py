@@ -15,10 +15,8 @@ speaks another style converts them.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import sqlite3
-import struct
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -59,124 +57,11 @@ _WRITERS = threading.RLock()
 _NO_SYNC = contextlib.nullcontext()
 
 
-class WalIndex:
-    """The header of a WAL database's wal-index (its ``-shm`` file), read in place: what
-    :meth:`Connection.commit_counter` compares instead of running ``PRAGMA data_version``.
-
-    SQLite documents the format (https://www.sqlite.org/walformat.html, "The WAL-Index
-    Format"): the file begins with two copies of a 48-byte header, whose fields include
-    ``iChange`` (moved by every transaction), ``mxFrame`` (the last valid frame), the WAL's
-    salts and a checksum of the first 40 bytes. A writer changes the header at each commit
-    and each restart of the WAL, the second copy first; readers take the header when both
-    copies agree and the checksum holds, as SQLite's own readers do. So while the header
-    read here is the same, nobody has committed.
-
-    Why: every ``sqlite3`` statement lets go of the GIL (around each step), and in a server
-    of eight threads on one core a let-go wakes another thread for nothing; measured
-    (bench/RESULTS.md, "What a sqlite3 call costs"), the one ``PRAGMA`` of a request whose
-    answer was kept cost 10 to 30 µs of server CPU, though about 3 µs in a single thread. This
-    read takes about 1 µs and never lets go of the GIL.
-
-    The descriptor stays open while this process has any SQLite connection to the database
-    (:meth:`opened`, :meth:`closed`: every connection flagadmin opens is counted): closing a
-    descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
-    (https://www.sqlite.org/howtocorrupt.html, section 2.2). Without its lock on the ``-shm``
-    file, another process that opens the database takes it for its first user and truncates
-    the file under this process's connections (a bus error, measured). One instance per
-    database path in the process, made on first use by a connection that has read the
-    database (so the file is there and SQLite holds it), read only by open connections. The
-    connections opened with ``sqlite3.connect`` directly (the health check, ``backup``) are not
-    counted: none of them is open when flagadmin's last connection to the file closes.
-    """
-
-    #: The ``iVersion`` of every wal-index SQLite has written since WAL began (3.7.0).
-    VERSION = 3007000
-    #: One copy of the header: 48 bytes, twelve native 32-bit words.
-    _HEADER = struct.Struct("=12I")
-
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-    #: SQLite connections flagadmin has open, per database (absolute path).
-    _connections: ClassVar[dict[str, int]] = {}
-    #: The index of each database that has one, while any of its connections is open.
-    _indexes: ClassVar[dict[str, WalIndex]] = {}
-
-    def __init__(self, fd: int, index: mmap.mmap | None):
-        self._fd = fd
-        self._map = index
-
-    @classmethod
-    def opened(cls, database_path: str) -> None:
-        """Count a SQLite connection just opened to ``database_path``."""
-        key = os.path.abspath(database_path)
-        with cls._lock:
-            cls._connections[key] = cls._connections.get(key, 0) + 1
-
-    @classmethod
-    def closed(cls, database_path: str) -> None:
-        """Count a SQLite connection just closed; with the last one, close the index (the
-        process holds no lock on the file any more, so closing drops none)."""
-        key = os.path.abspath(database_path)
-        with cls._lock:
-            left = cls._connections.get(key, 0) - 1
-            if left > 0:
-                cls._connections[key] = left
-                return
-            cls._connections.pop(key, None)
-            index = cls._indexes.pop(key, None)
-        if index is not None:
-            if index._map is not None:
-                index._map.close()
-            os.close(index._fd)
-
-    @classmethod
-    def of(cls, database_path: str) -> WalIndex | None:
-        """The index of ``database_path`` (``<path>-shm``), opened once per process, or None when
-        there is none to read (no such file, or shorter than the two headers). Call it from
-        an open connection that has read the database."""
-        key = os.path.abspath(database_path)
-        with cls._lock:
-            index = cls._indexes.get(key)
-            if index is not None or not cls._connections.get(key):
-                return index if index is not None and index._map is not None else None
-            try:
-                fd = os.open(key + "-shm", os.O_RDONLY)
-            except OSError:
-                return None
-            try:
-                mapped = mmap.mmap(fd, 2 * cls._HEADER.size, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):
-                # not mapped, so nothing of it is read: kept open all the same, for the locks'
-                # sake, until the last connection closes
-                mapped = None
-            index = cls(fd, mapped)
-            cls._indexes[key] = index
-            return index if mapped is not None else None
-
-    def header(self) -> bytes | None:
-        """The 48 bytes of the current header, or None when they cannot be trusted right now
-        (the copies differ, being written; not initialised; a bad checksum; an unknown
-        version): the caller asks SQLite instead."""
-        first, second = self._map[:48], self._map[48:96]
-        if first != second:
-            return None
-        words = self._HEADER.unpack(first)
-        if words[0] != self.VERSION or not first[12]:
-            return None
-        s1 = s2 = 0
-        for i in range(0, 10, 2):
-            s1 = (s1 + words[i] + s2) & 0xFFFFFFFF
-            s2 = (s2 + words[i + 1] + s1) & 0xFFFFFFFF
-        if s1 != words[10] or s2 != words[11]:
-            return None
-        return first
-
-
 def _open(
     path: str, timeout_ms: int, *, group_commit: bool, any_thread: bool
 ) -> tuple[sqlite3.Connection, bool]:
     """A sqlite3 connection to ``path`` with flagadmin's settings (see :class:`Connection`), and
-    whether its commits are synced by :class:`WalSync` (WAL mode and ``group_commit``). Counted
-    by :meth:`WalIndex.opened`: whoever closes it calls :meth:`WalIndex.closed`.
+    whether its commits are synced by :class:`WalSync` (WAL mode and ``group_commit``).
 
     :raise NotADatabase: the file is not a SQLite database.
     :raise Unavailable: the file cannot be opened.
@@ -196,7 +81,6 @@ def _open(
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
-    WalIndex.opened(path)
     return conn, wal
 
 
@@ -248,7 +132,6 @@ class _Writer:
     def __del__(self) -> None:
         if self._conn is not None:
             self._conn.close()
-            WalIndex.closed(self.path)
 
 
 class Connection:
@@ -291,14 +174,7 @@ class Connection:
         #: The process's one writing connection to this database (None: not in WAL mode,
         #: :meth:`write` writes through this connection), taken by :meth:`write`.
         self._writer = _Writer.of(self.path, timeout_ms) if wal else None
-        #: The wal-index header this connection's :meth:`commit_counter` reads (see
-        #: :class:`WalIndex`); opened on the first call, so after this connection has read.
-        self._wal_index: WalIndex | None = None
-        self._wal_index_wanted = wal
         self._closed = False
-        #: the file as WalIndex counts it: absolute, as it was when opened (a later chdir moves
-        #: nothing)
-        self._absolute_path = os.path.abspath(self.path)
 
     # --- running SQL ----------------------------------------------------------------------
 
@@ -476,31 +352,13 @@ class Connection:
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
 
-    def commit_counter(self) -> bytes | int:
-        """A value that moves whenever anyone commits to the database: equal values on this
-        connection mean nobody wrote anything meanwhile, so any version row read earlier
-        still holds. Costs no disk access.
-
-        On a WAL database, the header of its wal-index, read in place (:class:`WalIndex`): no
-        SQL, so no let-go of the GIL. Otherwise, or when that header is being written, SQLite's
-        ``PRAGMA data_version`` (it moves whenever another connection commits; this
-        connection's own commits empty :attr:`memo` instead). The two kinds of value never
-        compare equal, so a switch between them reads again.
-        """
-        index = self._wal_index
-        if index is not None:
-            header = index.header()
-            if header is not None:
-                return header
-        counter = self._execute("PRAGMA data_version").fetchone()[0]
-        if index is None and self._wal_index_wanted:
-            # the PRAGMA has this connection reading the WAL database, so SQLite holds its
-            # -shm file (see WalIndex)
-            self._wal_index_wanted = False
-            self._wal_index = WalIndex.of(self._absolute_path)
-            if self._wal_index is not None:
-                return self._wal_index.header() or counter
-        return counter
+    def commit_counter(self) -> int:
+        """A value that moves whenever another connection commits to the database: equal values
+        on this connection mean nobody else wrote anything meanwhile, so any version row read
+        earlier still holds (this connection's own commits empty :attr:`memo` instead).
+        SQLite's ``PRAGMA data_version``, its documented way to learn that another connection
+        committed (https://www.sqlite.org/pragma.html#pragma_data_version); no disk access."""
+        return self._execute("PRAGMA data_version").fetchone()[0]
 
     def pragma(self, name: str) -> Any:
         """The value of ``PRAGMA name`` (schema version, journal mode...)."""
@@ -519,8 +377,6 @@ class Connection:
         self._closed = True
         self._conn.close()
         self._writer = None
-        self._wal_index = None
-        WalIndex.closed(self._absolute_path)
 
     def __enter__(self) -> Connection:
         return self

@@ -67,13 +67,13 @@ def read_once(conn: Connection, name: str, read: Callable[[Connection], T]) -> T
 
 def versions(conn: Connection) -> Versions:
     """Return both version counters, read at most once per commit anywhere
-    (:func:`read_once`: when nobody has committed since the last reading, the answer costs no
-    SQL at all on a WAL database, one ``PRAGMA`` otherwise)."""
+    (:func:`read_once`: when nobody has committed since the last reading, the answer costs one
+    ``PRAGMA``)."""
     return read_once(conn, "versions", _read_versions)
 
 
 #: Both version counters as one row: one step of SQLite's fewer than the two rows took (each
-#: step lets go of the GIL; see flagadmin.store.engine.WalIndex).
+#: step lets go of the GIL).
 _VERSIONS = (
     "SELECT (SELECT value FROM settings WHERE key = 'content_version') AS content,"
     " (SELECT value FROM settings WHERE key = 'credentials_version') AS credentials"

@@ -257,8 +257,7 @@ def make_app(database: str, answer_cache: bool):
 
     yield make
     # the token uses the apps noted are written now, while the test's database still exists;
-    # then the connection each app's requests used is closed (left to the garbage collector,
-    # each would keep its database's wal-index descriptor open: see store.engine.WalIndex)
+    # then the connection each app's requests used is closed (not left to the garbage collector)
     for app in made:
         app_state = state(app)
         app_state.token_uses.flush()
