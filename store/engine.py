@@ -160,8 +160,6 @@ class Connection:
         timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.path = str(path)
         conn, wal = _open(self.path, timeout_ms, group_commit=group_commit, any_thread=handover)
-        #: The sqlite-utils view of the same connection, for introspection (tables, dumps).
-        self.sqlite = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
         #: Values read through this connection that hold while :meth:`commit_counter` does not
         #: move (see :func:`flagadmin.store.settings.read_once`); emptied by each commit of
         #: :meth:`write`.
@@ -359,6 +357,14 @@ class Connection:
         SQLite's ``PRAGMA data_version``, its documented way to learn that another connection
         committed (https://www.sqlite.org/pragma.html#pragma_data_version); no disk access."""
         return self._execute("PRAGMA data_version").fetchone()[0]
+
+    def table(self, name: str) -> sqlite_utils.db.Table:
+        """sqlite-utils' handle on table ``name`` through the connection running this thread's
+        statements (inside :meth:`write`, the writing one): for bulk loads (``insert_all``,
+        ``upsert_all``). Its statements join the open transaction (sqlite-utils nests its own
+        as savepoints) and are traced like any other; its errors are sqlite3's own (see
+        :func:`~flagadmin.store.errors.classify`)."""
+        return sqlite_utils.Database(self._conn, recursive_triggers=False, execute_plugins=False).table(name)
 
     def pragma(self, name: str) -> Any:
         """The value of ``PRAGMA name`` (schema version, journal mode...)."""

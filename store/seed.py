@@ -1,14 +1,16 @@
-"""Writing validated seed documents (see ``seed_documents.py``) into the database.
+"""Writing validated seed documents (see ``seed/documents.py``) into the database.
 
-The same SQL on both engines. Ids the documents give (users, integrations) are stored as given:
-neither table has a sequence on PostgreSQL, and both engines give the next new user or
-integration the largest id plus one, so a seed's ids never collide with later ones. The
-integration log's rows take generated ids (an identity on PostgreSQL, the rowid on SQLite),
-after every id given before.
+Bulk loads go through :func:`bulk`: sqlite-utils' ``insert_all``/``upsert_all`` on SQLite, the
+equivalent ``INSERT ... ON CONFLICT`` on PostgreSQL; the rest is the same SQL on both engines.
+Ids the documents give (users, integrations) are stored as given: neither table has a sequence
+on PostgreSQL, and both engines give the next new user or integration the largest id plus one,
+so a seed's ids never collide with later ones. The integration log's rows take generated ids
+(an identity on PostgreSQL, the rowid on SQLite), after every id given before.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +20,7 @@ from ..timestamps import now_rfc3339
 from . import environments as store_environments
 from . import integration_events
 from .engine import Connection
+from .errors import classify
 
 
 def existing_keys(conn: Connection) -> dict[str, set]:
@@ -64,30 +67,50 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
 
     Integration events get ids in load order, and each integration's ``seq`` continues from
     its highest stored one. Returns the number of records written per document key.
+
+    :raise flagadmin.store.Conflict: a record already exists.
     """
     counts = dict.fromkeys(
         ("users", "projects", "features", "favorites", "integrations", "integrationEvents", "environments"), 0
     )
     for doc in documents:
-        conn.run_many(
-            "INSERT INTO users (id, username, name, email, image_url, root_role) VALUES (?, ?, ?, ?, ?, ?)",
+        bulk(
+            conn,
+            "users",
             [
-                (u["id"], u["username"], u.get("name"), u.get("email"), u.get("imageUrl"), u["rootRole"])
+                {
+                    "id": u["id"],
+                    "username": u["username"],
+                    "name": u.get("name"),
+                    "email": u.get("email"),
+                    "image_url": u.get("imageUrl"),
+                    "root_role": u["rootRole"],
+                }
                 for u in doc["users"]
             ],
         )
-        conn.run_many(
-            "INSERT INTO projects (id, name, description) VALUES (?, ?, ?)",
-            [(p["id"], p["name"], p.get("description")) for p in doc["projects"]],
+        bulk(
+            conn,
+            "projects",
+            [
+                {"id": p["id"], "name": p["name"], "description": p.get("description")}
+                for p in doc["projects"]
+            ],
         )
-        conn.run_many(
-            "INSERT INTO project_members (project_id, user_id, role) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [(p["id"], m["userId"], m["role"]) for p in doc["projects"] for m in p["members"]],
+        bulk(
+            conn,
+            "project_members",
+            [
+                {"project_id": p["id"], "user_id": m["userId"], "role": m["role"]}
+                for p in doc["projects"]
+                for m in p["members"]
+            ],
+            ignore=True,
         )
-        # Issue 10: the install's environments, declared or named by a flag.
+        # The install's environments, declared or named by a flag.
         conn.run_many(
             # a conflict is only with an environment a flag of an earlier document of this load
-            # named: the declaration gives it its type and order
+            # named: the declaration gives it its type and order (its created_at stays)
             "INSERT INTO environments (name, type, sort_order, created_at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (name) DO UPDATE SET type = excluded.type, sort_order = excluded.sort_order",
             [(e["name"], e["type"], e["sortOrder"], now_rfc3339()) for e in doc["environments"]],
@@ -95,54 +118,59 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
         store_environments.insert_missing(
             conn, sorted({e["name"] for f in doc["features"] for e in f["environments"]}), now_rfc3339()
         )
-        conn.run_many(
-            "INSERT INTO features (name, project_id, type, description, stale, impression_data,"
-            " created_at, created_by_user_id, archived_at, last_seen_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        bulk(
+            conn,
+            "features",
             [
-                (
-                    f["name"],
-                    f["project"],
-                    f["type"],
-                    f["description"] or None,
-                    int(f["stale"]),
-                    int(f["impressionData"]),
-                    f["createdAt"],
-                    f["createdByUserId"],
-                    f["archivedAt"],
-                    f["lastSeenAt"],
-                )
+                {
+                    "name": f["name"],
+                    "project_id": f["project"],
+                    "type": f["type"],
+                    "description": f["description"] or None,
+                    "stale": int(f["stale"]),
+                    "impression_data": int(f["impressionData"]),
+                    "created_at": f["createdAt"],
+                    "created_by_user_id": f["createdByUserId"],
+                    "archived_at": f["archivedAt"],
+                    "last_seen_at": f["lastSeenAt"],
+                }
                 for f in doc["features"]
             ],
         )
-        conn.run_many(
-            "INSERT INTO feature_environments (feature_name, name, enabled, last_seen_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (feature_name, name) DO UPDATE SET enabled = excluded.enabled,"
-            " last_seen_at = excluded.last_seen_at",
+        bulk(
+            conn,
+            "feature_environments",
             [
-                (f["name"], e["name"], int(e["enabled"]), e["lastSeenAt"])
+                {
+                    "feature_name": f["name"],
+                    "name": e["name"],
+                    "enabled": int(e["enabled"]),
+                    "last_seen_at": e["lastSeenAt"],
+                }
                 for f in doc["features"]
                 for e in f["environments"]
             ],
+            keys=("feature_name", "name"),
         )
-        conn.run_many(
-            "INSERT INTO favorite_features (user_id, feature_name) VALUES (?, ?)",
-            [(f["userId"], f["feature"]) for f in doc["favorites"]],
+        bulk(
+            conn,
+            "favorite_features",
+            [{"user_id": f["userId"], "feature_name": f["feature"]} for f in doc["favorites"]],
         )
-        conn.run_many(
-            "INSERT INTO integrations (id, provider, description, enabled, events, projects,"
-            " environments, parameters) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        bulk(
+            conn,
+            "integrations",
             [
-                (
-                    n["id"],
-                    n["provider"],
-                    n["description"],
-                    int(n["enabled"]),
-                    _json(n["events"]),
-                    _json(n["projects"]),
-                    _json(n["environments"]),
-                    _json(n["parameters"]),
-                )
+                {
+                    "id": n["id"],
+                    "provider": n["provider"],
+                    "description": n["description"],
+                    "enabled": int(n["enabled"]),
+                    "events": _json(n["events"]),
+                    "projects": _json(n["projects"]),
+                    "environments": _json(n["environments"]),
+                    "parameters": _json(n["parameters"]),
+                }
                 for n in doc["integrations"]
             ],
         )
@@ -150,6 +178,46 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
         for key in counts:
             counts[key] += len(doc[key])
     return counts
+
+
+def bulk(
+    conn: Connection,
+    table: str,
+    rows: list[dict[str, Any]],
+    *,
+    ignore: bool = False,
+    keys: tuple[str, ...] = (),
+) -> None:
+    """Insert ``rows`` (dicts with the same keys: column names) into ``table``, inside the open
+    transaction. ``ignore``: a row that conflicts with a stored one is skipped. ``keys``: a row
+    whose ``keys`` are stored replaces that row's other columns (an upsert).
+
+    On SQLite, sqlite-utils' ``insert_all``/``upsert_all`` (:meth:`Connection.table`), in
+    batches of multi-row ``INSERT``; on PostgreSQL, one ``INSERT ... ON CONFLICT`` run once per
+    row (``executemany``).
+
+    :raise flagadmin.store.Conflict: a row conflicts with a stored one (neither ``ignore`` nor
+        ``keys``).
+    """
+    if not rows:
+        return
+    if conn.dialect == "sqlite":
+        try:
+            if keys:
+                conn.table(table).upsert_all(rows, pk=keys)
+            else:
+                conn.table(table).insert_all(rows, ignore=ignore)
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+        return
+    columns = list(rows[0])
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    if ignore:
+        sql += " ON CONFLICT DO NOTHING"
+    elif keys:
+        updated = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
+        sql += f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updated}"
+    conn.run_many(sql, [tuple(row.values()) for row in rows])
 
 
 def insert_integration_events(conn: Connection, events: list[dict[str, Any]]) -> None:
