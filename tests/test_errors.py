@@ -13,7 +13,7 @@ from scim_helpers import assert_scim_error, new_scim_token
 
 from flagadmin.app import create_app
 from flagadmin.directory.protocol import MAX_BODY_BYTES
-from flagadmin.web.operations import MAX_JSON_DEPTH
+from flagadmin.web.limits import MAX_JSON_DEPTH
 
 from helpers import auth, fingerprint
 

@@ -32,6 +32,7 @@ from .database import connection
 from .errors import BadDataError
 from .headers import COMPRESSION, NegotiatedResponse
 from .jsonio import JSON_MIMETYPE, json_response
+from .limits import MAX_JSON_DEPTH, lone_surrogate_escape, lone_surrogate_escape_in_json, too_deep
 
 #: Status -> description of every status but the success one an operation may answer.
 STATUS_DESCRIPTIONS = {
@@ -130,7 +131,7 @@ def query_pairs() -> list[tuple[str, str]]:
     fail validation as text (400), never decoding (500).
 
     :raise refusals.Invalid: a name or value holds the escape of a lone surrogate
-        (:func:`lone_surrogate_escape`): 400, ``scimType`` ``invalidFilter`` for SCIM's
+        (:func:`~flagadmin.web.limits.lone_surrogate_escape`): 400, ``scimType`` ``invalidFilter`` for SCIM's
         ``filter``, ``invalidValue`` for any other parameter.
     """
     text = request.query_string.decode("utf-8", KEEP_BAD_BYTES_QUOTED)
@@ -146,40 +147,6 @@ def query_pairs() -> list[tuple[str, str]]:
                     scim_type="invalidFilter" if name == "filter" else "invalidValue",
                 )
     return pairs
-
-
-#: A backslash escape of JSON's string syntax (RFC 8259 section 7), which SCIM filters and
-#: paths use for their values (RFC 7644 section 3.4.2.2): ``\\uXXXX`` or a backslash and one
-#: character, read left to right so that an escaped backslash is never taken for an escape.
-_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|.)", re.DOTALL)
-
-
-def lone_surrogate_escape(text: str) -> str | None:
-    """The first escape in ``text`` of a lone surrogate (``\\ud800``: a high surrogate not
-    followed by the escape of a low one, or a low one on its own), else None.
-
-    Such an escape decodes to no character (RFC 8259 section 8.2; RFC 7493 section 2.1
-    forbids it): a SCIM filter holding one would otherwise reach the database as a string
-    that cannot be encoded. JSON bodies that hold one as JSON are refused by the parser; this
-    is for escapes inside the text of a string or of a query parameter.
-    """
-    if "\\" not in text:
-        return None
-    pending: str | None = None  # the escape of a high surrogate waiting for its low one
-    position = -1  # where the escape after ``pending`` must start
-    for match in _ESCAPE.finditer(text):
-        code = int(match.group(1), 16) if match.group(1) else None
-        is_low = code is not None and 0xDC00 <= code <= 0xDFFF
-        if pending is not None:
-            if is_low and match.start() == position:
-                pending = None
-                continue
-            return pending
-        if is_low:
-            return match.group(0)
-        if code is not None and 0xD800 <= code <= 0xDBFF:
-            pending, position = match.group(0), match.end()
-    return pending
 
 
 def parse_query(schema: Schema) -> dict[str, Any]:
@@ -207,8 +174,9 @@ def parse_body(schema: Schema) -> Any:
     """Load the JSON request body with ``schema``.
 
     :raise UnsupportedMediaType: the body is not declared as JSON (415).
-    :raise refusals.Invalid: the body nests deeper than :data:`MAX_JSON_DEPTH` or holds the
-        escape of a lone surrogate (:func:`read_body`).
+    :raise refusals.Invalid: the body nests deeper than
+        :data:`~flagadmin.web.limits.MAX_JSON_DEPTH` or holds the escape of a lone surrogate
+        (:func:`read_body`).
     :raise BadDataError: the body is not JSON, or does not load; details name each field.
     """
     if request.mimetype != JSON_MIMETYPE and not request.mimetype.endswith("+json"):
@@ -236,96 +204,35 @@ def read_body() -> bytes:
     that goes on past the limit is refused rather than cut short.
 
     Every endpoint that takes JSON (the admin API's and SCIM's) reads its body here, so the
-    two checks below run before any parsing of fields, schema or JSON Patch: no endpoint can
-    recurse past Python's limit on a body the parser accepts (it takes 1,024 levels).
+    checks of :mod:`flagadmin.web.limits` run before any parsing of fields, schema or JSON
+    Patch: no endpoint can recurse past Python's limit on a body the parser accepts (it takes
+    1,024 levels).
 
     :raise RequestEntityTooLarge: the body is longer than the limit (413).
     :raise refusals.Invalid: 400 (``scimType`` ``invalidSyntax``) when the body's arrays and
-        objects nest deeper than :data:`MAX_JSON_DEPTH`; 400 (``invalidValue``) when one of
-        its strings holds the escape of a lone surrogate (:func:`lone_surrogate_escape`).
+        objects nest deeper than :data:`~flagadmin.web.limits.MAX_JSON_DEPTH`; 400
+        (``invalidValue``) when one of its strings holds the escape of a lone surrogate.
     """
     raw = request.get_data(cache=False)
     limit = request.max_content_length
     unannounced = request.content_length is None and limit is not None
     if unannounced and len(raw) >= limit and request.environ["wsgi.input"].read(1):
         raise RequestEntityTooLarge()
-    if _too_deep(raw):
+    if too_deep(raw):
         raise refusals.Invalid(
             f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} levels deep;"
             f" flagadmin reads at most {MAX_JSON_DEPTH}.",
             scim_type="invalidSyntax",
         )
-    if _ESCAPED_BACKSLASH.search(raw):
-        escape = _string_with_lone_surrogate_escape(raw)
-        if escape is not None:
-            raise refusals.Invalid(
-                f"A string of the request body holds {escape}, the escape of a lone surrogate,"
-                " which is not a character: escape a character outside the BMP as a pair"
-                " (\\ud83d\\ude00) or send it as UTF-8.",
-                scim_type="invalidValue",
-            )
+    escape = lone_surrogate_escape_in_json(raw)
+    if escape is not None:
+        raise refusals.Invalid(
+            f"A string of the request body holds {escape}, the escape of a lone surrogate,"
+            " which is not a character: escape a character outside the BMP as a pair"
+            " (\\ud83d\\ude00) or send it as UTF-8.",
+            scim_type="invalidValue",
+        )
     return raw
-
-
-#: Arrays and objects of a request body nest at most this deep (the deepest real body, a
-#: SCIM PATCH adding members with their attributes, nests 4 levels; SCIM refuses past 12).
-MAX_JSON_DEPTH = 64
-
-#: A JSON string (RFC 8259 section 7), to blank out before counting brackets.
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-#: Every byte but the four brackets, deleted before counting them.
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-#: A backslash in the text of a JSON string is written ``\\\\`` or ``\\u005c``.
-_ESCAPED_BACKSLASH = re.compile(rb"\\\\|\\u005[cC]")
-
-
-def _too_deep(raw: bytes) -> bool:
-    """True when the JSON text ``raw`` nests deeper than :data:`MAX_JSON_DEPTH` (or the parser
-    would say so: it stops at 1,024). The brackets outside strings are kept, then each pass
-    drops the innermost pairs: a body within the limit is empty after :data:`MAX_JSON_DEPTH`
-    passes. A body that is not JSON (unbalanced brackets, an unended string) is left to the
-    parser, which says what is wrong with it. Every step is a scan in C: a 2 MiB body with few
-    levels takes a few milliseconds, one with fewer brackets than the limit none."""
-    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
-        return False
-    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    for _ in range(MAX_JSON_DEPTH):
-        if not brackets:
-            return False
-        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
-        if len(shorter) == len(brackets):
-            return False  # unbalanced or crossed: not JSON, the parser answers
-        brackets = shorter
-    if not brackets:
-        return False
-    try:
-        orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return "depth" in str(exc)
-    return True
-
-
-def _string_with_lone_surrogate_escape(raw: bytes) -> str | None:
-    """The first escape of a lone surrogate in the text of a string (key or value) of the
-    JSON body ``raw`` (nested at most :data:`MAX_JSON_DEPTH` levels); None when there is none
-    or ``raw`` is not JSON (the parser of the endpoint says so)."""
-    try:
-        document = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    stack = [document]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            escape = lone_surrogate_escape(value)
-            if escape:
-                return escape
-        elif isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return None
 
 
 def _holds_nul(value: Any) -> bool:
