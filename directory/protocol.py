@@ -255,6 +255,12 @@ _ACCEPTED = {
 }
 
 
+def quoted(text: str) -> str:
+    """``text`` in double quotes as JSON writes it (never a Python repr), for messages that
+    show what a request sent."""
+    return orjson.dumps(text).decode()
+
+
 def json_kind(value: Any) -> str:
     """What a JSON value is, in words (``null``, ``true``, ``a number``, ``a string``...), for
     messages that say what a request sent without echoing it."""
@@ -271,7 +277,7 @@ def json_kind(value: Any) -> str:
     return "an object"
 
 
-def _attribute_name(location: tuple[Any, ...] | list[Any]) -> str:
+def _attribute_name(location: tuple[Any, ...] | list[Any], whole: str) -> str:
     """The SCIM path of a pydantic error location: ``("emails", 0, "primary")`` ->
     ``emails[0].primary``, field names in camelCase (``user_name`` -> ``userName``)."""
     text = ""
@@ -284,7 +290,7 @@ def _attribute_name(location: tuple[Any, ...] | list[Any]) -> str:
             continue
         name = name if name.startswith("$") else _camel(name)
         text = f"{text}.{name}" if text else name
-    return text or "the body"
+    return text or whole
 
 
 def _camel(name: str) -> str:
@@ -302,11 +308,11 @@ def _clean(detail: str, attribute: str | None = None) -> str:
     return "The request is not a valid SCIM request: see /Schemas for the attributes and their types."
 
 
-def _validation_message(error: Any) -> str:
+def _validation_message(error: Any, whole: str = "the body") -> str:
     """flagadmin's words for one pydantic error (``{"type", "loc", "msg", "input"}``): which
     attribute was wrong, what it takes, and what kind of value it had."""
     location = error.get("loc") or ()
-    attribute = _attribute_name(location)
+    attribute = _attribute_name(location, whole)
     kind = str(error.get("type") or "")
     message = str(error.get("msg") or "")
     if kind == "missing" or (location and "is required but value is missing" in message):
@@ -331,20 +337,21 @@ def _validation_error(exc: BaseException | None) -> ValidationError | None:
     return None
 
 
-def as_refusal(exc: Exception) -> Refusal:
+def as_refusal(exc: Exception, whole: str = "the body") -> Refusal:
     """The refusal a failure of scim2-models to read a request stands for, in flagadmin's words
     (never pydantic's text, links or Python reprs): scim2-models' own exceptions keep their
     status and ``scimType``; a pydantic validation error (raised alone or behind one of
     scim2-models') says which attribute was wrong, what it takes and what kind of value it
     had (``invalidValue``, or the ``scimType`` scim2-models gave it); anything else is
-    ``invalidSyntax``. RFC 7644 section 3.12."""
+    ``invalidSyntax``. ``whole`` names what a problem without an attribute is about. RFC 7644
+    section 3.12."""
     validation = _validation_error(exc)
     if validation is not None and validation.errors():
         errors = validation.errors()
         scim_type = exc.scim_type if isinstance(exc, SCIMException) and exc.scim_type else None
         if scim_type is None:
             scim_type = Error.from_validation_error(errors[0]).scim_type or "invalidValue"
-        detail = _validation_message(errors[0])
+        detail = _validation_message(errors[0], whole)
         if len(errors) > 1:
             detail = f"{detail} (and {len(errors) - 1} more problems)"
         return Invalid(detail, scim_type=scim_type)
@@ -486,7 +493,9 @@ def _integer(args: dict[str, str], name: str) -> int | None:
     try:
         return int(text.strip())
     except ValueError:
-        raise Invalid(f"{name} must be an integer; it was {text[:50]!r}.", scim_type="invalidValue") from None
+        raise Invalid(
+            f"{name} must be an integer; it was {quoted(text[:50])}.", scim_type="invalidValue"
+        ) from None
 
 
 def paging(args: dict[str, str]) -> tuple[int, int]:
@@ -528,10 +537,18 @@ def parse_filter(model: type[Resource[Any]], text: str) -> Any:
         raise Invalid(f"The filter is longer than {MAX_FILTER_LENGTH} characters.", scim_type="invalidFilter")
     try:
         return ScimFilter[model](text).ast
-    except SCIMException as exc:
-        raise Invalid(f"Invalid filter {text[:200]!r}: {exc.detail}", scim_type="invalidFilter") from exc
-    except (ValidationError, ValueError, RecursionError) as exc:
-        raise Invalid(f"Invalid filter {text[:200]!r}: {exc}", scim_type="invalidFilter") from exc
+    except (SCIMException, ValidationError, ValueError, RecursionError) as exc:
+        if isinstance(exc, RecursionError):
+            reason = "it nests too deeply"
+        elif isinstance(exc, SCIMException | ValidationError):
+            reason = as_refusal(exc, "the value compared").message
+        else:
+            reason = _clean(str(exc))
+        raise Invalid(
+            f"Invalid filter {quoted(text[:200])}: {reason.rstrip('.')}. Filters are written as in "
+            'RFC 7644 section 3.4.2.2, e.g. userName eq "jane@example.com".',
+            scim_type="invalidFilter",
+        ) from exc
 
 
 #: The timestamps of a resource's ``meta`` (RFC 7643 section 3.1), written as they are stored.
