@@ -40,6 +40,7 @@ from ..directory.protocol import (
     error_body,
     list_response,
     parse_json,
+    quoted,
     resource_types,
     response_parameters,
     schemas,
@@ -228,7 +229,7 @@ def _get_resource_type(resource_id: str) -> Response:
     for found in resource_types(_site().base_url):
         if found["id"] == resource_id:
             return _response(found)
-    raise refusals.NotFound(f"No resource type is named {resource_id[:100]!r}: use User or Group.")
+    raise refusals.NotFound(f"No resource type is named {quoted(resource_id[:100])}: use User or Group.")
 
 
 def _get_schemas() -> Response:
@@ -240,7 +241,7 @@ def _get_schema(schema_id: str) -> Response:
     for found in schemas(_site().base_url):
         if found["id"].lower() == schema_id.lower():
             return _response(found)
-    raise refusals.NotFound(f"No schema has the id {schema_id[:200]!r}.")
+    raise refusals.NotFound(f"No schema has the id {quoted(schema_id[:200])}.")
 
 
 _route("/ServiceProviderConfig", "service_provider_config", GET=_get_service_provider_config)

@@ -23,7 +23,7 @@ from ..refusals import Invalid
 from ..store import Connection
 from ..store import directory as store
 from ..store.scim_filter import group_scim_id, parse_id
-from .protocol import GROUP_SCHEMA, MAX_MEMBERS, Group, GroupMember
+from .protocol import GROUP_SCHEMA, MAX_MEMBERS, Group, GroupMember, quoted
 from .resources import Site, read_text
 
 
@@ -86,7 +86,7 @@ def member_entries(value: Any, changes: MemberChanges, *, removing: bool = False
         kind = lowered.get("type")
         if kind is not None and str(kind).lower() != "user":
             raise Invalid(
-                f"Group members are users; flagadmin has no nested groups (type {str(kind)[:50]!r}).",
+                f"Group members are users; flagadmin has no nested groups (type {quoted(str(kind)[:50])}).",
                 scim_type="invalidValue",
             )
         text = lowered.get("value")
@@ -206,7 +206,7 @@ def apply_members(
     :raise Invalid: ``invalidValue`` when a member to add is no live user (nothing is written).
     """
     if changes.refused:
-        shown = ", ".join(repr(text) for text in changes.refused[:10])
+        shown = ", ".join(quoted(text) for text in changes.refused[:10])
         raise Invalid(f"No user has the id {shown}: members must be users' ids.", scim_type="invalidValue")
     if not changes.any:
         stored = {}
@@ -224,7 +224,7 @@ def apply_members(
     names = store.usernames(conn, added)
     unknown = [str(user_id) for user_id in added if user_id not in names]
     if unknown:
-        shown = ", ".join(repr(text) for text in unknown[:10])
+        shown = ", ".join(quoted(text) for text in unknown[:10])
         more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
         raise Invalid(
             f"No user has the id {shown}{more}: members must be live users.", scim_type="invalidValue"

@@ -20,7 +20,7 @@ from ..refusals import Conflict, Invalid, NotFound
 from ..store import Connection
 from ..store.scim_filter import GROUP_ID_PREFIX, UnsupportedFilter, Vocabulary, condition, parse_id
 from ..timestamps import Clock
-from .protocol import MAX_OPERATIONS, MAX_STRING, POLICY, as_refusal, parse_filter
+from .protocol import MAX_OPERATIONS, MAX_STRING, POLICY, as_refusal, parse_filter, quoted
 from .values import check_patch, check_resource
 
 #: Member sub-attributes of a group (RFC 7643 section 4.2), in output order.
@@ -49,7 +49,7 @@ class Site:
 def not_found(kind: str, text: str) -> NotFound:
     """The 404 of an unknown, deleted or malformed id ``text`` of a ``kind`` (``user`` or
     ``group``) (RFC 7644 section 3.12: no ``scimType``)."""
-    return NotFound(f"No {kind} has the id {text[:100]!r}.")
+    return NotFound(f"No {kind} has the id {quoted(text[:100])}.")
 
 
 def read_id(kind: str, text: str) -> int:

@@ -24,7 +24,7 @@ from ..store import Connection
 from ..store import directory as store
 from ..store.scim_filter import group_scim_id
 from ..timestamps import Clock
-from .protocol import MAX_STRING
+from .protocol import MAX_STRING, quoted
 
 
 class MappingError(Invalid):
@@ -105,7 +105,7 @@ def set_group_root_role(
     """
     name = _group_name(group)
     if root_role is not None and root_role not in ROOT_ROLES:
-        raise MappingError(f"{root_role!r} is not a root role: use {', '.join(ROOT_ROLES)}.")
+        raise MappingError(f"{quoted(str(root_role))} is not a root role: use {', '.join(ROOT_ROLES)}.")
     with conn.write("directory"):
         before = store.root_role_of_group(conn, name)
         store.set_root_role_of_group(conn, name, root_role)
@@ -154,7 +154,7 @@ def change_group_project_role(
         )
     with conn.write("directory"):
         if not store.project_exists(conn, project):
-            raise UnknownProject(f"No project has the id {project!r}.")
+            raise UnknownProject(f"No project has the id {quoted(str(project))}.")
         before = store.project_roles_of_group(conn, name, project)
         if remove:
             store.remove_project_role_of_group(conn, name, project, role)

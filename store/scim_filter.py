@@ -25,6 +25,7 @@ PostgreSQL does not take as one). Multi-valued attributes kept in other tables (
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -414,18 +415,25 @@ class _Writer:
                 moment = datetime.fromisoformat(str(value))
             except ValueError as exc:
                 raise UnsupportedFilter(
-                    f"{value!r} is not a date-time: write it as in RFC 3339, e.g. 2026-01-31T12:00:00Z."
+                    f"{_quoted(value)} is not a date-time: write it as in RFC 3339,"
+                    " e.g. 2026-01-31T12:00:00Z."
                 ) from exc
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return format_rfc3339(moment.astimezone(UTC))
 
 
+def _quoted(value: Any) -> str:
+    """``value`` as JSON writes it (a string in double quotes), never a Python repr, for
+    messages."""
+    return json.dumps(value if isinstance(value, str | int | float | bool) or value is None else str(value))
+
+
 def _literal(text: str) -> str:
     """A constant of this module (never input) as an SQL string literal. A column expression
     may appear more than once in a condition, so it holds no ``?`` of its own."""
     if not all(ch.isalnum() or ch == "-" for ch in text):
-        raise ValueError(f"{text!r} is not a plain constant")
+        raise ValueError(f"{_quoted(text)} is not a plain constant")
     return f"'{text}'"
 
 

@@ -92,7 +92,7 @@ def test_cli__mapping_with_a_scim_group__shows_its_id_and_members(invoke, databa
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--project", "nowhere", "--role", "Owner"), "No project has the id 'nowhere'"),
+        (("--project", "nowhere", "--role", "Owner"), 'No project has the id "nowhere"'),
         (("--project", "payments", "--role", " "), "A role is Owner, Member or a custom role's name"),
         (("--root-role", "Admin", "--project", "payments", "--role", "Owner"), "not both"),
         (("--project", "payments"), "--project and --role go together"),
