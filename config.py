@@ -308,7 +308,7 @@ SETTINGS: tuple[Setting, ...] = (
         "FLAGADMIN_SERVICE_URL",
         "http://127.0.0.1:4242",
         _text,
-        "ui-config serviceUrl: the URL users reach",
+        "the URL users reach: ui-config serviceUrl, and the base of SCIM locations (meta.location, $ref)",
         "service_url",
     ),
     Setting("FLAGADMIN_NAME", "flagadmin", _text, "ui-config name of this instance", "name"),
