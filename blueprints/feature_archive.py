@@ -53,8 +53,10 @@ FLAG = {"featureName": PathParameter("Name of an archived flag.")}
 def revive_feature(caller, conn, featureName):
     """Bring the archived flag back to its project, switched off in every environment (as the
     reference server revives); it leaves 4.4 and is live again. A live flag is 409, with what
-    to do instead. Records ``feature-revived``."""
-    changes.revive(conn, caller, featureName, state().clock)
+    to do instead. Past the ``featureFlags`` resource limit (live flags): 400 naming it.
+    Records ``feature-revived``."""
+    app_state = state()
+    changes.revive(conn, caller, featureName, app_state.clock, app_state.settings.resource_limits)
 
 
 @operation(

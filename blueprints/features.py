@@ -19,7 +19,7 @@ from ..flags import access, changes, reads, updates
 from ..flags.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from ..records import Timestamp, WholeMatch
 from ..spec import FLAG_TYPES
-from ..web.auth import Permission
+from ..web.auth import Permission, changes_nothing
 from ..web.operations import PathParameter, operation
 from ..web.state import state
 
@@ -37,7 +37,9 @@ FLAG_ENVIRONMENT = {**FLAG, "environment": PathParameter("Name of an environment
 class StrictBoolean(fields.Boolean):
     """A JSON ``true`` or ``false`` and nothing else (no ``"true"``, ``1`` or ``"yes"``)."""
 
-    default_error_messages: ClassVar[dict[str, str]] = {"invalid": "Must be true or false."}
+    #: marshmallow's own text, which records.validation_messages says as "must be true or
+    #: false; got ..." with what was sent.
+    default_error_messages: ClassVar[dict[str, str]] = {"invalid": "Not a valid boolean."}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
         if not isinstance(value, bool):
@@ -56,7 +58,8 @@ def _flag_name(**kwargs: Any) -> fields.String:
     )
 
 
-_FLAG_TYPE = validate.OneOf(FLAG_TYPES, error="Must be one of " + ", ".join(FLAG_TYPES) + "; got {input}.")
+#: marshmallow's message for it reads "type: must be one of ...; got ..." (records.validation_messages).
+_FLAG_TYPE = validate.OneOf(FLAG_TYPES)
 
 
 # --- request bodies -------------------------------------------------------------------------
@@ -69,7 +72,9 @@ class TagBodySchema(Schema):
     value = fields.String(required=True, validate=validate.Length(min=2, max=50))
     color = fields.String(
         allow_none=True,
-        validate=WholeMatch(r"^#[0-9A-Fa-f]{6}$"),
+        validate=WholeMatch(
+            r"^#[0-9A-Fa-f]{6}$", error="must be a color: # and six hexadecimal digits, e.g. #1a2b3c"
+        ),
         metadata={"description": "Accepted and not kept (the color belongs to the tag type)."},
     )
 
@@ -114,9 +119,11 @@ class PatchOperationSchema(Schema):
     @validates_schema
     def _members_of_the_operation(self, data: dict, **kwargs: Any) -> None:
         if data.get("op") in ("add", "replace", "test") and "value" not in data:
-            raise ValidationError(f"{data['op']} needs a value", "value")
+            raise ValidationError(f'is required: a "{data["op"]}" operation needs a value', "value")
         if data.get("op") in ("copy", "move") and "from_" not in data:
-            raise ValidationError(f"{data['op']} needs from", "from")
+            raise ValidationError(
+                f'is required: a "{data["op"]}" operation needs from, the JSON Pointer of its source', "from"
+            )
 
 
 class ValidateFlagNameSchema(Schema):
@@ -274,8 +281,10 @@ def create_feature(caller, conn, projectId, body):
     """Create a flag in the project: in every environment of the install, switched off,
     created by the caller (so it shows in her personal dashboard, 4.2). A name taken by a live
     or an archived flag, an invalid name or an unknown type is refused with 400 naming the
-    field. Records ``feature-created``."""
-    return changes.create(conn, caller, projectId, body, state().clock)
+    field. Past the ``featureFlags`` resource limit (live flags of every project): 400 naming
+    the limit and its value. Records ``feature-created``."""
+    app_state = state()
+    return changes.create(conn, caller, projectId, body, app_state.clock, app_state.settings.resource_limits)
 
 
 @operation(
@@ -447,6 +456,7 @@ def remove_favorite_feature(caller, conn, projectId, featureName):
     response=None,
     body=ValidateFlagNameSchema(),
 )
+@changes_nothing
 def validate_feature(caller, conn, body):
     """200 (no body) when the name is valid and no flag, live or archived, has it; else 400
     naming the ``name`` field and saying why."""

@@ -46,9 +46,7 @@ def _group() -> fields.String:
 
 def _root_role(**kwargs) -> fields.String:
     return fields.String(
-        validate=validate.OneOf(
-            ROOT_ROLES, error="Must be one of " + ", ".join(ROOT_ROLES) + "; got {input}."
-        ),
+        validate=validate.OneOf(ROOT_ROLES),  # worded by records.validation_messages
         metadata={"description": "A root role the group's members get at least."},
         **kwargs,
     )

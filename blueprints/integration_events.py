@@ -7,7 +7,7 @@ import re
 from flask import Blueprint
 from marshmallow import Schema, fields, validate
 
-from ..records import DecimalInteger, IntegrationEventSchema
+from ..records import DecimalInteger, IntegrationEventSchema, as_json
 from ..store import integration_events
 from ..web.auth import Permission
 from ..web.cache import Answer
@@ -88,7 +88,7 @@ def list_integration_events(caller, conn, id: str, limit: int, offset: int):
     bounds = None if number is None else integration_events.kept_head(conn, number)
     if bounds is None:
         raise NotFoundError(
-            f"No integration configuration has the id {id!r}: integration ids are decimal integers."
+            f"No integration configuration has the id {as_json(id)}: integration ids are decimal integers."
         )
 
     def build() -> Answer:

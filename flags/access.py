@@ -129,10 +129,19 @@ def archived_flag(conn: Connection, caller: Caller, name: str, permission: str) 
     project), once ``caller`` holds ``permission`` in its project.
 
     :raise NotFound: no flag has that name.
-    :raise Forbidden: the caller lacks ``permission`` in the flag's project.
+    :raise Forbidden: the caller lacks ``permission`` in the flag's project. The path names no
+        project, and she cannot see that one, so the message does not name it (a flag's name
+        is no secret: names are unique across projects, so a create finds it taken anyway).
     """
     flag = store_features.get(conn, name)
     if flag is None:
         raise NotFound(f'There is no flag "{name}", live or archived.')
-    require(conn, caller, flag["project_id"], permission)
+    if not sees_project(conn, caller, flag["project_id"]):
+        raise Forbidden(
+            "You don't have the required permissions to perform this operation. To perform this "
+            f'action, you need the "{permission}" permission in the project of flag "{name}": '
+            "root role Admin or Editor, or a role in that project (an operator gives one with "
+            "`flagadmin project role PROJECT USERNAME Member`).",
+            permission=permission,
+        )
     return flag

@@ -11,6 +11,7 @@ rule; a refusal is one of :mod:`flagadmin.refusals`, and nothing is written.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .. import events
@@ -21,6 +22,7 @@ from ..store import environments as store_environments
 from ..store import features as store_features
 from ..store.tokens import Caller
 from ..timestamps import Clock
+from . import limits as resource_limits
 from .access import (
     CREATE_FEATURE,
     DELETE_FEATURE,
@@ -41,17 +43,26 @@ LOCK = "features"
 
 
 def _taken(conn: Connection, name: str) -> str | None:
-    """Why ``name`` is taken (a message for the ``name`` field), or None when it is free."""
-    existing = store_features.get(conn, name)
-    if existing is None:
+    """Why ``name`` is taken (a message for the ``name`` field), or None when it is free.
+
+    The message is the same whoever asks and wherever the flag is: it never names the flag's
+    project nor says whether the flag is live or archived, so a caller learns nothing of a
+    project she cannot see beyond "the name is taken" (flag names are unique across all
+    projects, as in the reference server)."""
+    if store_features.get(conn, name) is None:
         return None
-    if existing["archived_at"] is not None:
-        return (
-            f'an archived flag is named "{name}": revive it (POST /api/admin/archive/revive/{name}), '
-            f"delete it (DELETE /api/admin/archive/{name}), or choose another name"
-        )
-    where = existing["project_id"]
-    return f'a flag named "{name}" already exists (in project "{where}"): choose another name'
+    return _taken_message(name)
+
+
+def _taken_message(name: str) -> str:
+    """The message of a taken flag name: the same for a live or an archived flag, in a project
+    the caller sees or not."""
+    return (
+        f'a flag named "{name}" already exists, live or archived (flag names are unique across all '
+        "projects): choose another name. If it is an archived flag of a project you can see, "
+        f"revive it (POST /api/admin/archive/revive/{name}) or delete it for good "
+        f"(DELETE /api/admin/archive/{name}) first"
+    )
 
 
 def _refuse_name(problem: str | None) -> None:
@@ -70,17 +81,24 @@ def validate_name(conn: Connection, name: str) -> None:
 
 
 def create(
-    conn: Connection, caller: Caller, project_id: str, body: dict[str, Any], clock: Clock
+    conn: Connection,
+    caller: Caller,
+    project_id: str,
+    body: dict[str, Any],
+    clock: Clock,
+    limits: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Create a live flag in every environment of the install, disabled, created by the
     caller; record ``feature-created``. ``body``: ``name``, ``type`` (default release),
     ``description``, ``impressionData``, ``tags`` (loaded ``createFeatureSchema``).
 
     Returns the flag (``featureSchema``). Two creates of one name: the second finds it taken.
+    ``limits``: the instance's resource limits (None: ``FLAGADMIN_RESOURCE_LIMITS``).
 
     :raise NotFound: no such project.
     :raise Forbidden: the caller lacks CREATE_FEATURE in the project.
-    :raise Invalid: the name is invalid or taken (live or archived).
+    :raise Invalid: the name is invalid or taken (live or archived), or the live flags reach
+        the ``featureFlags`` limit.
     """
     name = body["name"]
     with conn.write(LOCK):
@@ -88,6 +106,7 @@ def create(
         require(conn, caller, project_id, CREATE_FEATURE)
         # as validate_name, but a taken name is found by the insert itself (one statement less)
         _refuse_name(name_problem(name) or reserved_problem(name))
+        resource_limits.refuse_past("featureFlags", store_features.live_count(conn), limits, "flag")
         # in the order the store reads them back (by type, then value, code point by code point)
         tags = sorted(_unique_tags(body.get("tags") or []), key=lambda tag: (tag["type"], tag["value"]))
         flag, environments = store_features.insert(
@@ -102,7 +121,7 @@ def create(
             tags=tags,
         )
         if flag is None:  # the name is taken (the lock keeps the flag that has it in place)
-            _refuse_name(_taken(conn, name) or f'a flag named "{name}" already exists: choose another name')
+            _refuse_name(_taken_message(name))
         events.record(
             conn,
             "feature-created",
@@ -192,13 +211,17 @@ def archive(conn: Connection, caller: Caller, project_id: str, name: str, clock:
         )
 
 
-def revive(conn: Connection, caller: Caller, name: str, clock: Clock) -> None:
+def revive(
+    conn: Connection, caller: Caller, name: str, clock: Clock, limits: Mapping[str, int] | None = None
+) -> None:
     """Bring an archived flag back, switched off in every environment; record
-    ``feature-revived``.
+    ``feature-revived``. ``limits``: the instance's resource limits (None:
+    ``FLAGADMIN_RESOURCE_LIMITS``).
 
     :raise NotFound: no flag has that name.
     :raise Forbidden: the caller lacks UPDATE_FEATURE in the flag's project.
     :raise Conflict: the flag is live.
+    :raise Invalid: the live flags reach the ``featureFlags`` limit.
     """
     with conn.write(LOCK):
         flag = archived_flag(conn, caller, name, UPDATE_FEATURE)
@@ -208,6 +231,7 @@ def revive(conn: Connection, caller: Caller, name: str, clock: Clock) -> None:
                 f'"{flag["project_id"]}" (archive it with DELETE /api/admin/projects/'
                 f"{flag['project_id']}/features/{name})."
             )
+        resource_limits.refuse_past("featureFlags", store_features.live_count(conn), limits, "flag")
         store_features.revive(conn, name)
         events.record(
             conn,

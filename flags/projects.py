@@ -11,15 +11,18 @@ to do) and writes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .. import events
 from ..events import Actor
+from ..records import as_json
 from ..refusals import Conflict, Invalid, NotFound
 from ..store import Connection
 from ..store import environments as store_environments
 from ..store import projects as store_projects
 from ..timestamps import SYSTEM_CLOCK, Clock
+from . import limits as resource_limits
 from .changes import LOCK as FEATURES_LOCK
 from .names import ENVIRONMENT_TYPES, name_problem
 
@@ -51,11 +54,13 @@ def create(
     name: str | None = None,
     description: str | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    limits: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Create a project (``name`` defaults to its id); record ``project-created`` with the
-    project as ``data``. Returns ``{"id", "name", "description"}``.
+    project as ``data``. Returns ``{"id", "name", "description"}``. ``limits``: the
+    instance's resource limits (None: ``FLAGADMIN_RESOURCE_LIMITS``).
 
-    :raise Invalid: the id is not URL-friendly.
+    :raise Invalid: the id is not URL-friendly, or the projects reach the ``projects`` limit.
     :raise Conflict: a project has it.
     """
     problem = name_problem(project_id)
@@ -66,6 +71,7 @@ def create(
             raise Conflict(
                 f'A project "{project_id}" exists already; change it with `flagadmin project update`.'
             )
+        resource_limits.refuse_past("projects", store_projects.count(conn), limits, "project")
         store_projects.insert(conn, project_id, name or project_id, description or None)
         project = _project_data(_existing(conn, project_id))
         events.record(conn, "project-created", actor, project=project_id, data=project, clock=clock)
@@ -129,7 +135,7 @@ def _member(conn: Connection, project_id: str, username: str) -> tuple[dict[str,
     project = _existing(conn, project_id)
     user = store_projects.find_user(conn, username)
     if user is None:
-        raise NotFound(f"No user has the username {username!r}.")
+        raise NotFound(f"No user has the username {as_json(username)}.")
     return project, user
 
 
@@ -213,20 +219,28 @@ def add_environment(
     type: str = "development",
     sort_order: int = 0,
     clock: Clock = SYSTEM_CLOCK,
+    limits: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Add an environment to the install: every live flag gets it, switched off (archived
     flags when revived). Records ``environment-created`` with the environment as ``data``.
-    Returns ``{"name", "type", "sortOrder"}``.
+    Returns ``{"name", "type", "sortOrder"}``. ``limits``: the instance's resource limits
+    (None: ``FLAGADMIN_RESOURCE_LIMITS``).
 
-    :raise Invalid: the name is not URL-friendly, or the type unknown.
+    :raise Invalid: the name is not URL-friendly, the type unknown, or the environments reach
+        the ``environments`` limit.
     :raise Conflict: it exists already.
     """
     problem = name_problem(name)
     if problem:
         raise Invalid(f"The environment name {problem}.")
     if type not in ENVIRONMENT_TYPES:
-        raise Invalid(f"The environment type must be one of {', '.join(ENVIRONMENT_TYPES)}; got {type!r}.")
+        raise Invalid(
+            f"The environment type must be one of {', '.join(ENVIRONMENT_TYPES)}; got {as_json(type)}."
+        )
     with conn.write(LOCK):
+        if store_environments.get(conn, name) is None:
+            existing = len(store_environments.list_all(conn))
+            resource_limits.refuse_past("environments", existing, limits, "environment")
         if not store_environments.insert(conn, name, type, sort_order, clock.now_rfc3339()):
             raise Conflict(f'The environment "{name}" exists already.')
         environment = store_environments.get(conn, name)

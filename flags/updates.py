@@ -17,6 +17,7 @@ import jsonpointer
 
 from .. import events
 from ..events import Actor
+from ..records import as_json, json_kind
 from ..refusals import Conflict, Invalid
 from ..spec import FLAG_TYPES
 from ..store import Connection
@@ -39,12 +40,12 @@ def _check_metadata(values: dict[str, Any]) -> dict[str, Any]:
     """
     problems = []
     if values.get("type") not in FLAG_TYPES:
-        problems.append(f"type: must be one of {', '.join(FLAG_TYPES)}; got {values.get('type')!r}")
+        problems.append(f"type: must be one of {', '.join(FLAG_TYPES)}; got {json_kind(values.get('type'))}")
     if values.get("description") is not None and not isinstance(values["description"], str):
-        problems.append("description: must be a string or null")
+        problems.append(f"description: must be a string or null; got {json_kind(values['description'])}")
     for field in ("stale", "impressionData"):
         if not isinstance(values.get(field), bool):
-            problems.append(f"{field}: must be true or false; got {values.get(field)!r}")
+            problems.append(f"{field}: must be true or false; got {json_kind(values.get(field))}")
     if problems:
         raise Invalid("Invalid flag: " + "; ".join(problems), details=problems)
     return {field: values.get(field) for field in MUTABLE_FIELDS}
@@ -144,9 +145,11 @@ def _field_of(pointer: str, where: str) -> str:
     try:
         parts = jsonpointer.JsonPointer(pointer).parts
     except jsonpointer.JsonPointerException as exc:
-        raise Invalid(
-            f"{where}: {pointer!r} is not a JSON Pointer (RFC 6901): {exc}", details=[f"{where}: {exc}"]
-        ) from exc
+        message = (
+            f"{where}: {as_json(pointer)} is not a JSON Pointer (RFC 6901): it must start with / "
+            "(e.g. /description), and a ~ in it must be followed by 0 or 1"
+        )
+        raise Invalid(message, details=[message]) from exc
     if not parts:
         raise Invalid(
             f"{where}: a patch may not replace the whole flag; name a field, e.g. /description",
@@ -200,13 +203,7 @@ def patch(
     _check_operations(operations)
     with conn.write(LOCK):
         flag = live_flag_in_project(conn, caller, project_id, name, UPDATE_FEATURE)
-        document = feature_wire(conn, flag, caller.user_id)
-        try:
-            patched = jsonpatch.JsonPatch(operations).apply(document)
-        except jsonpatch.JsonPatchTestFailed as exc:
-            raise Conflict(f"A test operation of the patch failed, nothing was changed: {exc}") from exc
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
-            raise Invalid(f"The patch cannot be applied to flag {name!r}: {exc}") from exc
+        patched = _apply(feature_wire(conn, flag, caller.user_id), operations, name)
         if not isinstance(patched, dict):
             raise Invalid("The patch must leave a flag (a JSON object).")
         for field in ("type", "stale", "impressionData"):
@@ -214,3 +211,45 @@ def patch(
                 message = f"{field}: cannot be removed; replace it instead"
                 raise Invalid(message, details=[message])
         return _change_metadata(conn, caller, flag, _check_metadata(patched), clock)
+
+
+def _apply(document: dict[str, Any], operations: list[dict[str, Any]], name: str) -> Any:
+    """``document`` (the flag as GET shows it) with ``operations`` applied one after another
+    (RFC 6902 section 3: all or nothing; nothing is stored here).
+
+    :raise Conflict: a ``test`` operation found another value (RFC 6902 section 4.6).
+    :raise Invalid: an operation names a member the document does not have (or an array
+        index out of range); the message names the operation and the pointer, never the
+        library's text or the flag's Python form.
+    """
+    for index, op in enumerate(operations):
+        where = f"Operation {index} ({op['op']} {op['path']})"
+        try:
+            document = jsonpatch.JsonPatch([op]).apply(document)
+        except jsonpatch.JsonPatchTestFailed as exc:
+            found = _value_at(document, op["path"])
+            actual = "it is absent" if found is _ABSENT else f"it is {as_json(found)}"
+            raise Conflict(
+                f'{where} failed: {op["path"]} of flag "{name}" is not {as_json(op.get("value"))}, '
+                f"{actual}. Nothing was changed."
+            ) from exc
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
+            pointer = op.get("from", op["path"]) if op["op"] in ("copy", "move") else op["path"]
+            message = (
+                f'{where} cannot be applied: flag "{name}" has no member at {pointer} '
+                f"(its members: {', '.join(document) if isinstance(document, dict) else 'none'}). "
+                "Nothing was changed."
+            )
+            raise Invalid(message, details=[f"{index}.path: {message}"]) from exc
+    return document
+
+
+_ABSENT = object()
+
+
+def _value_at(document: Any, pointer: str) -> Any:
+    """The value ``pointer`` names in ``document``, or :data:`_ABSENT`."""
+    try:
+        return jsonpointer.resolve_pointer(document, pointer)
+    except (jsonpointer.JsonPointerException, TypeError, ValueError):
+        return _ABSENT

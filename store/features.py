@@ -55,6 +55,12 @@ def get(conn: Connection, name: str) -> dict[str, Any] | None:
     return conn.one(_FLAG + " WHERE f.name = ?", [name])
 
 
+def live_count(conn: Connection) -> int:
+    """How many live flags the install holds, in every project (the ``featureFlags`` resource
+    limit counts these: archived flags are not counted, spec 8.4)."""
+    return conn.value("SELECT count(*) FROM features WHERE archived_at IS NULL") or 0
+
+
 #: The flag named ``:name`` beside project ``:project_id``: one row when the project exists
 #: (the flag's columns NULL when no flag has that name, wherever it is), none otherwise.
 _FLAG_BESIDE_PROJECT = (

@@ -13,6 +13,11 @@ def get(conn: Connection, project_id: str) -> dict[str, Any] | None:
     return conn.one("SELECT id, name, description FROM projects WHERE id = ?", [project_id])
 
 
+def count(conn: Connection) -> int:
+    """How many projects the install holds (the ``projects`` resource limit counts these)."""
+    return conn.value("SELECT count(*) FROM projects") or 0
+
+
 def insert(conn: Connection, project_id: str, name: str, description: str | None) -> None:
     """Add a project; call inside a write transaction.
 

@@ -109,7 +109,7 @@ def test_events__bad_parameter__400_naming_it(client, admin_token, assert_valid,
 
 @pytest.mark.parametrize(
     ("query", "said"),
-    [("limit=\xff", "limit"), ("offset=1\xc3", "offset"), ("\xff=1", "Unknown field")],
+    [("limit=\xff", "limit"), ("offset=1\xc3", "offset"), ("\xff=1", "is unknown here")],
     ids=["raw-ff-value", "cut-utf8-value", "raw-ff-name"],
 )
 def test_events__raw_bytes_not_utf8_in_the_query__400_naming_the_parameter(

@@ -9,7 +9,10 @@ token or its digest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import events
+from ..flags import limits as resource_limits
 from ..store import Connection, tokens
 
 
@@ -21,12 +24,22 @@ def create(
     name: str,
     user_id: int | None = None,
     expires_at: str | None = None,
+    limits: Mapping[str, int] | None = None,
 ) -> tuple[str, int]:
     """Create a token of ``kind`` (``admin``, or ``personal`` for ``user_id``) and record
     ``api-token-created`` or ``pat-created``; return ``(token, id)``. The token is shown once:
-    only its digest is stored."""
+    only its digest is stored. ``limits``: the instance's resource limits (None:
+    ``FLAGADMIN_RESOURCE_LIMITS``).
+
+    :raise refusals.Invalid: an admin token, and the admin tokens in use (neither revoked nor
+        expired) reach the ``apiTokens`` limit (personal access tokens are not counted, spec
+        8.4).
+    """
     token = tokens.new_admin_token() if kind == "admin" else tokens.new_personal_token()
     with conn.write("api_tokens"):
+        if kind == "admin":
+            in_use = [t for t in tokens.list_tokens(conn) if t["kind"] == "admin" and t["status"] == "active"]
+            resource_limits.refuse_past("apiTokens", len(in_use), limits, "admin API token")
         token_id = tokens.insert_token(
             conn, token, kind=kind, user_id=user_id, name=name, expires_at=expires_at
         )

@@ -4,6 +4,10 @@ The ``Authorization`` header holds an API token, raw or as ``Bearer <token>``. A
 act as root role Admin; personal access tokens act as their user. Decisions flagadmin makes
 where the spec is silent: the ADMIN permission means root role Admin; a project is visible to
 Admins and Editors, and to anyone with a role in it.
+
+Maintenance mode (``FLAGADMIN_MAINTENANCE_MODE``, shown as ui-config's ``maintenanceMode``)
+is enforced here too, in :func:`refuse_writes_in_maintenance`, which :func:`require` runs for
+every declared operation: writes are refused with 503, reads keep working.
 """
 
 from __future__ import annotations
@@ -11,15 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from flask import request
+from flask import current_app, request
 
+from ..refusals import Unavailable
 from ..store import Connection, tokens
 from ..store.tokens import Caller
 from .database import versions
 from .errors import AuthenticationRequired, NoAccessError
 from .state import AppState, state
 
-__all__ = ["Caller", "Permission", "authenticate", "bearer_token", "require"]
+__all__ = [
+    "Caller",
+    "Permission",
+    "authenticate",
+    "bearer_token",
+    "changes_nothing",
+    "refuse_writes_in_maintenance",
+    "require",
+]
 
 #: Tokens longer than this are refused before any lookup (ours are 69 characters).
 MAX_TOKEN_LENGTH = 512
@@ -165,12 +178,59 @@ def _look_up(conn: Connection, token: str, credentials_version: int, app_state: 
     return _KnownCaller(caller, credentials_version, due, caller.expires_epoch)
 
 
-def require(caller: Caller, permission: Permission) -> None:
-    """Check that ``caller`` holds ``permission`` (a project permission passes: the domain
-    checks it once it knows the project, see :class:`Permission`).
+#: The methods that change something (RFC 9110 section 9.2.1: the methods that are not safe).
+#: The reference server refuses POST, PUT and DELETE in maintenance mode; flagadmin refuses
+#: PATCH as well, as a JSON Patch of a flag changes it as much as a PUT.
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
+#: Seconds a client is told to wait (``Retry-After``) when maintenance mode refuses a write.
+#: The mode is a start-up setting, so it lasts at least until the next restart.
+MAINTENANCE_RETRY_AFTER_S = 300
+
+MAINTENANCE_MESSAGE = (
+    "flagadmin is in maintenance mode, so it refuses every change and keeps answering reads. "
+    "Retry once an operator has turned maintenance mode off "
+    "(FLAGADMIN_MAINTENANCE_MODE=false, then a restart)."
+)
+
+
+def changes_nothing(view):
+    """Mark ``view`` (a view function, decorated before :func:`~flagadmin.web.operations.operation`)
+    as an operation that writes nothing although its method is POST (a check, such as
+    ``POST /api/admin/features/validate``): maintenance mode lets it through. Returns ``view``."""
+    view.changes_nothing = True
+    return view
+
+
+def refuse_writes_in_maintenance() -> None:
+    """Refuse the current request when maintenance mode is on and it is a write: a method of
+    :data:`WRITE_METHODS` on an operation not marked :func:`changes_nothing`. Reads (GET,
+    HEAD, OPTIONS) and checks are answered as usual.
+
+    SCIM (``/scim/v2``) is not refused: an identity provider's provisioning is not an edit
+    by a person, and the reference server's maintenance mode covers its admin API only. The
+    command line is not refused either: it is the operator's own tool.
+
+    :raise Unavailable: 503, with ``Retry-After`` (:data:`MAINTENANCE_RETRY_AFTER_S`) and a
+        message saying that maintenance mode is on and writes are refused.
+    """
+    if request.method not in WRITE_METHODS or not state().settings.maintenance_mode:
+        return
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    if getattr(view, "changes_nothing", False):
+        return
+    raise Unavailable(MAINTENANCE_MESSAGE, retry_after_s=MAINTENANCE_RETRY_AFTER_S)
+
+
+def require(caller: Caller, permission: Permission) -> None:
+    """Check that the request may run now and that ``caller`` holds ``permission`` (a project
+    permission passes: the domain checks it once it knows the project, see
+    :class:`Permission`). Every declared operation calls it once the caller is authenticated.
+
+    :raise Unavailable: a write in maintenance mode (:func:`refuse_writes_in_maintenance`).
     :raise NoAccessError: the permission is missing; the message names it (spec 5.3, 7).
     """
+    refuse_writes_in_maintenance()
     if permission is Permission.ADMIN and caller.root_role != "Admin":
         raise NoAccessError(
             "You don't have the required permissions to perform this operation. "
