@@ -141,7 +141,7 @@ def query_pairs() -> list[tuple[str, str]]:
             escape = lone_surrogate_escape(name) or lone_surrogate_escape(value)
             if escape:
                 raise refusals.Invalid(
-                    f"Query parameter {name[:100]!r} holds {escape}, the escape of a lone surrogate,"
+                    f"Query parameter {name[:100]} holds {escape}, the escape of a lone surrogate,"
                     " which is not a character: escape a character outside the BMP as a pair"
                     " (\\ud83d\\ude00) or send it as UTF-8.",
                     scim_type="invalidFilter" if name == "filter" else "invalidValue",
@@ -166,7 +166,7 @@ def parse_query(schema: Schema) -> dict[str, Any]:
     try:
         return schema.load(values)
     except ValidationError as exc:
-        details = _at_most(MAX_DETAILS, validation_messages(exc))
+        details = _at_most(MAX_DETAILS, validation_messages(exc, schema))
         raise BadDataError("Invalid query parameters: " + "; ".join(details), details=details) from exc
 
 
@@ -193,7 +193,7 @@ def parse_body(schema: Schema) -> Any:
     try:
         return schema.load(document)
     except ValidationError as exc:
-        details = _at_most(MAX_DETAILS, validation_messages(exc))
+        details = _at_most(MAX_DETAILS, validation_messages(exc, schema))
         raise BadDataError("Invalid request body: " + "; ".join(details), details=details) from exc
 
 
