@@ -8,6 +8,8 @@ token is made by spec 4.5. The modules, each naming the RFC sections it implemen
 - ``protocol``: SCIM as flagadmin speaks it (models, discovery documents, limits, tolerances,
   reading requests, the error body); no storage.
 - ``resources``: what users and groups share (the site, ids, strings, reading bodies).
+- ``values``: the JSON type of every attribute kept, checked in every request before it is
+  read (a boolean is true or false, never null; a string is a string).
 - ``users``, ``groups`` (with ``members``, what requests do to a group's members) and
   ``search`` (``/.search``, above both): the operations of ``/Users`` and ``/Groups``.
 - ``role_mappings``: flagadmin's own mappings of groups to root and project roles.

@@ -31,6 +31,7 @@ filters and the response parameters are generated from.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, ClassVar
 
@@ -257,8 +258,11 @@ _ACCEPTED = {
 
 def quoted(text: str) -> str:
     """``text`` in double quotes as JSON writes it (never a Python repr), for messages that
-    show what a request sent."""
-    return orjson.dumps(text).decode()
+    show what a request sent (a lone surrogate, which orjson refuses, as a ``\\u`` escape)."""
+    try:
+        return orjson.dumps(text).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(text)
 
 
 def json_kind(value: Any) -> str:
