@@ -16,6 +16,8 @@ the load (wrk ``-t1``, this script) runs on core 1. Cases:
 - ``ui-config``: ``GET /api/admin/ui-config`` with the admin token (spec 4.3, answered from
   the kept answer: what is left is the token check and the hooks);
 - ``dashboard``: ``GET /api/admin/personal-dashboard`` with ``heavy``'s token (4.2, kept);
+- ``events``: ``GET /api/admin/addons/1/events?limit=50&offset=0`` with the admin token (4.1's
+  first page, kept);
 - ``create``: flag creates, ``POST /api/admin/projects/probe/features`` (201);
 - ``archive``: flag archives, ``DELETE .../features/<name>`` of live flags inserted before;
 - ``viewer-archive``: on one fresh server, each Viewer's first ``GET /api/admin/archive/features``
@@ -55,6 +57,7 @@ FLAGS = f"/api/admin/projects/{PROJECT}/features"
 WRK_CASES = {
     "ui-config": ("get", "/api/admin/ui-config", "admin"),
     "dashboard": ("get", "/api/admin/personal-dashboard", "heavy"),
+    "events": ("get", "/api/admin/addons/1/events?limit=50&offset=0", "admin"),
     "create": ("create", FLAGS, "admin"),
     "archive": ("archive", FLAGS, "admin"),
 }
