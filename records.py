@@ -146,6 +146,13 @@ _WITH_NUMBERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Must be one of: (.*)\.", re.DOTALL), "must be one of {0}"),
 )
 
+#: marshmallow's message of a value not among a field's choices.
+_ONE_OF = re.compile(r"Must be one of: (.*)\.", re.DOTALL)
+
+#: A message lists a field's choices when there are fewer than this many (a flag's types, the
+#: operations of a JSON Patch); past it, it points at the OpenAPI document (the event types).
+MAX_CHOICES_SHOWN = 12
+
 #: The path marshmallow gives an error of the value as a whole (not of one of its fields).
 _WHOLE = "_schema"
 
@@ -213,6 +220,10 @@ def _in_our_words(
         return "must be a finite number"
     if message == "Number too large.":
         return f"is too large a number{got}"
+    choices = _ONE_OF.fullmatch(message)
+    if choices and choices.group(1).count(", ") >= MAX_CHOICES_SHOWN:
+        count = choices.group(1).count(", ") + 1
+        return f"must be one of the {count} values this field lists in /docs/openapi.json{got}"
     for pattern, words in _WITH_NUMBERS:
         match = pattern.fullmatch(message)
         if match:
