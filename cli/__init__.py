@@ -65,7 +65,12 @@ class OneLineErrors(click.Group):
         except click.Abort:
             _fail("Aborted.", 1)
         except Unavailable as exc:
-            _fail(f"the database is unavailable ({one_line(str(exc))}): try again. Nothing more was done.", 1)
+            _fail(
+                f"the database failed ({one_line(str(exc))}): if it is busy, try again; else check that "
+                "this user may read and write it and its folder, and that the disk has room. "
+                "Nothing more was done.",
+                1,
+            )
         except StoreError as exc:
             _fail(f"the database refused the change ({one_line(str(exc))}). Nothing more was done.", 1)
         except OSError as exc:

@@ -45,8 +45,19 @@ def database_option(
         default=DEFAULT_DATABASE,
         show_default=True,
         type=click.Path(dir_okay=False),
+        callback=_named_database,
         help=help_text,
     )
+
+
+def _named_database(ctx: click.Context, param: click.Parameter, database: str) -> str:
+    """``--db`` as given, unless it names no file: SQLite would open an empty database of its
+    own for ``""`` or ``:memory:`` that nothing else could ever read (a usage error)."""
+    if database.strip() in ("", ":memory:"):
+        raise click.BadParameter(
+            f"{database!r} names no file: give a SQLite file path or a postgresql:// URL.", param_hint="--db"
+        )
+    return database
 
 
 def one_line(text: str) -> str:
@@ -119,13 +130,19 @@ def ensure_schema(database: str, *, create: bool = True) -> int:
     file is created only with ``create``, in a folder that exists (else :class:`BadDatabase`,
     exit status 2). A database the schema refuses (newer, failed upgrade) exits with its
     message on one line (exit status 1)."""
-    if create and not is_postgresql(database) and not Path(database).exists():
+    creating = create and not is_postgresql(database) and not Path(database).exists()
+    if creating:
         _require_folder(database)
     else:
         require_database(database)
     try:
         return schema.ensure_schema(database)
     except schema.SchemaError as exc:
+        if creating and not Path(database).exists():
+            raise BadDatabase(
+                f"cannot create {database} ({one_line(str(exc.__cause__ or exc))}): check that this user "
+                f"may write the folder {Path(database).parent}, or give another --db."
+            ) from exc
         raise click.ClickException(one_line(str(exc))) from exc
 
 

@@ -83,7 +83,10 @@ def create_token(
         else:
             user_id = users.id_by_username(conn, username)
             if user_id is None:
-                raise click.ClickException(f"No user has the username {username!r}.")
+                raise click.ClickException(
+                    f"No user has the username {username!r}: check its spelling (users come from seed "
+                    "documents or SCIM provisioning). Nothing was written."
+                )
             _refuse_deactivated(conn, username)
             token, _ = changes.create(
                 conn,

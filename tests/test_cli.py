@@ -553,3 +553,25 @@ def test_serve__port_in_use__one_line_naming_the_port_and_nothing_written(databa
 def test_serve__host_unknown__one_line_saying_what_to_give(invoke, db_path):
     result = invoke("serve", "--host", "no-such-host.invalid", db=str(db_path))
     assert_one_line_error(result, 1, "no-such-host.invalid", "--host")
+
+
+@pytest.mark.parametrize("target", ["", ":memory:"])
+@pytest.mark.parametrize("command", ["init-db", "list-tokens"])
+def test_db__names_no_file__refused(runner, target, command):
+    # SQLite would open a database of its own for these, which no other command could read
+    result = runner.invoke(cli, [command, "--db", target], catch_exceptions=False)
+    assert_one_line_error(result, 2, "--db", "names no file")
+
+
+def test_init_db__folder_where_no_file_can_be_made__refused_saying_what_to_check(invoke):
+    if not Path("/sys/kernel").is_dir():
+        pytest.skip("needs Linux's /sys, where no file can be created")
+    result = invoke("init-db", db="/sys/flagadmin.db")
+    assert_one_line_error(result, 2, "cannot create /sys/flagadmin.db", "may write the folder /sys")
+
+
+def test_create_token__unknown_user__says_what_to_check_and_nothing_written(invoke, database):
+    before = every_row_as_text(database)
+    result = invoke("create-token", "--user", "nobody", db=database)
+    assert_one_line_error(result, 1, "'nobody'", "spelling", "Nothing was written")
+    assert every_row_as_text(database) == before
