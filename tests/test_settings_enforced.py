@@ -165,3 +165,14 @@ def test_api_tokens_limit__admin_token_past_it__refused_naming_it_personal_token
     # personal access tokens are not counted (spec 8.4)
     assert cli({"apiTokens": in_use}, "create-token", "--user", "alice").exit_code == 0
     assert cli({"apiTokens": in_use + 1}, "create-token", "--admin").exit_code == 0
+
+
+def test_openapi__the_503_of_every_write__says_maintenance_mode_refuses_it(app, client):
+    document = client.get("/docs/openapi.json").get_json()
+    for endpoint, op in declared_operations(app):
+        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", op.rule)
+        said = document["paths"][path][op.method.lower()]["responses"]["503"]["description"]
+        writes = op.method in WRITE_METHODS and not getattr(
+            app.view_functions[endpoint], "changes_nothing", False
+        )
+        assert ("maintenance mode" in said) == writes, (endpoint, said)

@@ -9,6 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
 from .. import __version__
+from .auth import WRITE_METHODS
 from .errors import ErrorSchema
 from .operations import RULE_VARIABLE, STATUS_DESCRIPTIONS, Operation, declared_operations
 
@@ -50,13 +51,25 @@ def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for endpoint, op in declared_operations(app):
         path = RULE_VARIABLE.sub(r"{\1}", op.rule)
-        paths.setdefault(path, {})[op.method.lower()] = _operation(endpoint.split(".")[-1], op)
+        writes = op.method in WRITE_METHODS and not getattr(
+            app.view_functions[endpoint], "changes_nothing", False
+        )
+        paths.setdefault(path, {})[op.method.lower()] = _operation(endpoint.split(".")[-1], op, writes=writes)
     for path, operations in paths.items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()
 
 
-def _operation(operation_id: str, op: Operation) -> dict[str, Any]:
+#: What a 503 of an operation that writes says beyond the database's 503.
+MAINTENANCE_503 = (
+    " Also while maintenance mode is on (FLAGADMIN_MAINTENANCE_MODE), which refuses every change"
+    " and keeps reads."
+)
+
+
+def _operation(operation_id: str, op: Operation, *, writes: bool = False) -> dict[str, Any]:
+    """The OpenAPI operation object of ``op``; ``writes``: it changes something, so maintenance
+    mode refuses it (its 503 says so)."""
     parameters: list[dict[str, Any]] = [
         {
             "in": "path",
@@ -95,7 +108,8 @@ def _operation(operation_id: str, op: Operation) -> dict[str, Any]:
         responses["304"] = {"description": STATUS_DESCRIPTIONS[304]}
     for status in op.statuses:
         responses[str(status)] = {
-            "description": STATUS_DESCRIPTIONS[status],
+            "description": STATUS_DESCRIPTIONS[status]
+            + (MAINTENANCE_503 if status == 503 and writes else ""),
             "content": {"application/json": {"schema": "Error"}},
         }
     document: dict[str, Any] = {
