@@ -332,7 +332,8 @@ SETTINGS: tuple[Setting, ...] = (
         "FLAGADMIN_MAINTENANCE_MODE",
         "false",
         _boolean,
-        "ui-config maintenanceMode (true/false)",
+        "true: the admin API refuses every change with 503 and keeps answering reads"
+        " (ui-config maintenanceMode)",
         "maintenance_mode",
         bool,
     ),
@@ -348,7 +349,8 @@ SETTINGS: tuple[Setting, ...] = (
         "FLAGADMIN_RESOURCE_LIMITS",
         "{}",
         _resource_limits,
-        'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000}',
+        'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000};'
+        " featureFlags, projects, environments and apiTokens are enforced, the others only shown",
         "resource_limits",
         Mapping[str, int],
     ),
