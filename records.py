@@ -19,6 +19,7 @@ from .spec import EVENT_TYPES, INTEGRATION_EVENT_STATES, TAG_VALUE_LENGTH
 from .timestamps import format_rfc3339
 
 _DECIMAL = re.compile(r"[0-9]{1,19}")
+_DECIMAL_MESSAGE = "Not a valid decimal integer."
 
 
 class Timestamp(fields.AwareDateTime):
@@ -44,9 +45,9 @@ class DecimalInteger(fields.Integer):
     of more than 19 digits are refused with a message that says what is expected.
     """
 
-    default_error_messages: ClassVar[dict[str, str]] = {
-        "invalid": "Must be a whole number written in decimal digits."
-    }
+    #: Said as "must be a whole number written in decimal digits, e.g. 10; got ..." by
+    #: :func:`validation_messages`.
+    default_error_messages: ClassVar[dict[str, str]] = {"invalid": _DECIMAL_MESSAGE}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
         if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
@@ -116,6 +117,7 @@ _ACCEPTS: tuple[tuple[type, str], ...] = (
 _WRONG_KIND: dict[str, str] = {
     "Not a valid string.": "a string",
     "Not a valid integer.": "a whole number",
+    _DECIMAL_MESSAGE: "a whole number written in decimal digits (at most 19), e.g. 10",
     "Not a valid number.": "a number",
     "Not a valid boolean.": "true or false",
     "Not a valid list.": "an array",
