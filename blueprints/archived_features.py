@@ -13,7 +13,8 @@ from ..records import Timestamp
 from ..store import archived_features
 from ..web.cache import Answer
 from ..web.database import connection, versions
-from ..web.operations import if_none_match, not_modified, operation
+from ..web.operations import operation
+from ..web.responses import if_none_match, not_modified
 from ..web.state import state
 
 bp = Blueprint("archived_features", __name__, url_prefix="/api/admin")

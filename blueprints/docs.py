@@ -7,7 +7,7 @@ from flask import Blueprint, Response, current_app
 
 from ..web.cache import Answer
 from ..web.openapi import build_document
-from ..web.operations import answer_response
+from ..web.responses import answer_response
 from ..web.state import state
 
 bp = Blueprint("docs", __name__, url_prefix="/docs")

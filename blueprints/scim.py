@@ -51,7 +51,7 @@ from ..store import Conflict, Unavailable, scim_tokens
 from ..web.auth import MAX_TOKEN_LENGTH
 from ..web.database import connection
 from ..web.errors import AuthenticationRequired, TooManyRequestsError
-from ..web.operations import query_pairs, read_body
+from ..web.requests import query_pairs, read_body
 from ..web.state import state
 
 log = logging.getLogger("flagadmin.scim")

@@ -80,7 +80,7 @@ class SplicedAnswer:
     part once. ``own`` is the bytes that are this answer's alone; the rest is counted by the
     cache that keeps the shared parts.
 
-    It is served as an :class:`Answer` is (:func:`flagadmin.web.operations.answer_response`):
+    It is served as an :class:`Answer` is (:func:`flagadmin.web.responses.answer_response`):
     its :attr:`body` is the parts joined for that one response, and only when it is sent as it
     is; its gzip, made from them once, is kept here (about an eighth of the whole) and sent
     as it is, with no join.

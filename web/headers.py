@@ -34,7 +34,7 @@ NO_STORE = "no-store"
 #: 10,000-member group is about 1 MB), level 1 (JSON still shrinks
 #: about 8 times, at a fraction of the CPU of the default level 6), bodies of 1 KiB or more,
 #: streamed bodies (spec 4.4) included, and ETags kept distinct per encoding
-#: (``"<etag>:gzip"``; see :func:`flagadmin.web.operations.if_none_match`).
+#: (``"<etag>:gzip"``; see :func:`flagadmin.web.responses.if_none_match`).
 COMPRESSION = {
     "COMPRESS_MIMETYPES": ["application/json", "application/scim+json"],
     "COMPRESS_ALGORITHM": ["gzip"],
@@ -47,7 +47,7 @@ COMPRESSION = {
 
 class NegotiatedResponse(Response):
     """A response whose content coding is chosen already: an answer kept with its own gzip
-    (:func:`flagadmin.web.operations.answer_response`), sent gzipped or as it is; a 304; or a
+    (:func:`flagadmin.web.responses.answer_response`), sent gzipped or as it is; a 304; or a
     JSON body too short to gzip (:func:`flagadmin.web.jsonio.json_response`). It
     varies on ``Accept-Encoding`` (RFC 9110 section 12.5.5: set here, so every shared cache
     keys it by the coding), and the compression hook passes it by instead of examining it

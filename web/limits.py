@@ -1,5 +1,5 @@
 """What a request's JSON and text may hold, checked before anything parses them further
-(:func:`flagadmin.web.operations.read_body` and ``query_pairs`` call these): arrays and objects
+(:func:`flagadmin.web.requests.read_body` and ``query_pairs`` call these): arrays and objects
 nested at most :data:`MAX_JSON_DEPTH` levels, and no escape of a lone surrogate (``\\ud800``)
 in the text of a string or of a query parameter.
 
