@@ -20,7 +20,7 @@ import threading
 import click
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from .. import events, serving
+from .. import events, refusals, serving
 from ..app import create_app
 from ..config import Settings, SettingsError, settings_from_env
 from ..integrations.worker import Worker
@@ -91,7 +91,11 @@ def _ensure_admin_token(conn: Connection, fixed: str | None) -> None:
         changes.ensure_admin(conn, events.COMMAND_LINE, fixed, name="FLAGADMIN_ADMIN_TOKEN")
         click.echo("Admin API token: the value of FLAGADMIN_ADMIN_TOKEN.")
     elif not tokens.has_admin_token(conn):
-        token, _ = changes.create(conn, events.COMMAND_LINE, kind="admin", name="created by serve")
+        try:
+            token, _ = changes.create(conn, events.COMMAND_LINE, kind="admin", name="created by serve")
+        except refusals.Refusal as exc:  # the apiTokens resource limit is 0
+            click.echo(f"No admin API token was created: {exc.message}", err=True)
+            return
         click.echo(f"Admin API token (shown once, stored only as a digest): {token}")
 
 
