@@ -60,9 +60,10 @@ def refuse_past(limit: str, existing: int, limits: Mapping[str, int] | None, wha
     value = (from_environment() if limits is None else limits)[limit]
     if existing < value:
         return
+    remedy = "Remove one first, or have" if existing else "Have"
     message = (
         f"Failed to create the {what}: the {limit} resource limit is {value}, and there are "
-        f"{existing} {COUNTED[limit]}. Remove one first, or have an operator raise the limit "
+        f"{existing} {COUNTED[limit]}. {remedy} an operator raise the limit "
         f"(FLAGADMIN_RESOURCE_LIMITS='{{\"{limit}\": {max(value * 2, 1)}}}', then a restart)."
     )
     raise Invalid(message)
