@@ -25,7 +25,7 @@ INSERT OR IGNORE INTO feature_types (name, lifetime_days) VALUES
     ('kill-switch', NULL), ('permission', NULL);
 
 -- name is the displayed name (SCIM displayName). The columns after root_role are the SCIM
--- directory's (issue 9; the 2 -> 3 migration adds them to older files): a user that SCIM has
+-- directory's (the 2 -> 3 migration adds them to older files): a user that SCIM has
 -- never written has scim_managed 0 and keeps working as before. active NULL: never stated
 -- (counts as active); a user that SCIM deletes keeps its row (a tombstone: deleted_at set,
 -- active 0, username renamed, external_id cleared), so that both can be provisioned again.
@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS features (
 );
 -- archived_item: while the flag is archived, its 4.4 object in its wire bytes (NULL while it is
 -- live), made by the database, by the triggers of "Archived flags' 4.4 items" below (schema
--- version 9, issue 13).
+-- version 9).
 -- Covers the per-project counts and health of spec 4.2 without touching the table.
 CREATE INDEX IF NOT EXISTS features_project_health
     ON features (project_id, archived_at, type, created_at, stale);
@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS favorite_features (
     PRIMARY KEY (user_id, feature_name)
 ) WITHOUT ROWID;
 
--- ==== Archived flags in their 4.4 wire bytes (spec 4.4, 2.6; issue 13, schema version 9) =====
+-- ==== Archived flags in their 4.4 wire bytes (spec 4.4, 2.6; schema version 9) =====
 -- archived_feature_json makes each archived flag's 4.4 object: every field of spec 2.6, keys in
 -- its order, compact, environments by name. features.archived_item keeps it (the triggers of
 -- "Archived flags' 4.4 items" below), so that 4.4 reads stored bytes instead of building every
@@ -146,9 +146,9 @@ CREATE TABLE IF NOT EXISTS integrations (
 -- "offset k, newest first" is the row with seq = max(seq) - k: a seek, whatever k.
 -- item is the row's 4.1 item in its wire bytes (spec 2.2: id, integrationId, createdAt, state,
 -- stateDetails, event, details as recorded), made once when the row is appended
--- (store/integration_events.py), so that a page is a join of stored bytes (issue 13).
+-- (store/integration_events.py), so that a page is a join of stored bytes.
 --
--- The table is clustered by log (schema version 8, issue 13): its rowid, log_key, is the log's
+-- The table is clustered by log (schema version 8): its rowid, log_key, is the log's
 -- number (integration_logs) times 2^40 plus seq, so one integration's rows lie together in seq
 -- order and a page is one range of the table's own b-tree (about 25 neighbouring pages for 50
 -- rows of 1.7 KB), not 50 lookups scattered among every other integration's rows. log numbers
@@ -259,7 +259,7 @@ CREATE TABLE IF NOT EXISTS integration_options (
     events_max_age TEXT
 );
 
--- ==== Flags changed through the API (issue 10) =============================================
+-- ==== Flags changed through the API ====================================================
 
 -- The install's environments (seeds, `flagadmin environment add`). A flag is created with a
 -- feature_environments row per environment, disabled. type is the reference server's kind of
@@ -283,7 +283,7 @@ CREATE TABLE IF NOT EXISTS feature_tags (
 -- Deleting an archived flag removes its favorites: found by flag, not by user.
 CREATE INDEX IF NOT EXISTS favorite_features_feature ON favorite_features (feature_name);
 
--- ==== SCIM provisioning: the directory's users and groups, and the roles groups grant (issue 9)
+-- ==== SCIM provisioning: the directory's users and groups, and the roles groups grant
 
 -- userName is unique whatever its case (RFC 7643 caseExact false) among live users, and so is
 -- a user's externalId; lower() folds ASCII letters (SQLite's lower), the same fold the
@@ -381,7 +381,7 @@ CREATE VIEW IF NOT EXISTS project_roles AS
 -- a user's active state (deactivation: its personal tokens stop working at once). An update
 -- counts only when the value changed, not whenever the column is assigned: a SCIM PUT or PATCH
 -- writes every column of the user, and moving credentials_version for a new displayName would
--- send every cached token back to the database (issue 13, schema version 6).
+-- send every cached token back to the database (schema version 6).
 CREATE TRIGGER IF NOT EXISTS directory_groups_insert_versions AFTER INSERT ON directory_groups
     BEGIN UPDATE settings SET value = value + 1 WHERE key IN ('content_version', 'credentials_version'); END;
 CREATE TRIGGER IF NOT EXISTS directory_groups_update_versions AFTER UPDATE OF id, name_key ON directory_groups
@@ -444,7 +444,7 @@ CREATE TRIGGER IF NOT EXISTS feature_environments_delete_archived_item AFTER DEL
 
 -- content_version counts every change to the data that 4.2 and 4.4 read, so an answer
 -- computed at one content version holds until it moves. Writes to projects, memberships and
--- favorites always move it. Writes that neither 4.2 nor 4.4 can show do not (issue 13: the
+-- favorites always move it. Writes that neither 4.2 nor 4.4 can show do not (the
 -- answers stay cached across them): a new user who is not an Admin (no project role yet); a
 -- change to a user's SCIM bookkeeping (externalId, emails' type, version, lastModified), or to
 -- the name, email or picture of a user who is neither an Admin nor in any project or group;

@@ -32,7 +32,14 @@ class FeatureEnvironmentSchema(Schema):
 
 
 class ArchivedFeatureSchema(Schema):
-    """An archived feature flag (spec 2.6)."""
+    """An archived feature flag (spec 2.6).
+
+    The objects sent are not dumped through it: each is built by the database, in this schema's
+    keys and order, when the flag is written (``archived_feature_json`` in ``schema.sql``,
+    ``flagadmin_archived_item`` in ``store/schema.postgresql.sql``). A field changed here must be
+    changed there on both engines; ``tests/test_archived_features.py`` compares every stored
+    item with this schema's dump of it.
+    """
 
     name = fields.String(required=True)
     type = fields.String()

@@ -1,7 +1,7 @@
 """Archived feature flags (spec 4.4), most recently archived first.
 
 Each archived flag's JSON object is stored in its wire bytes (``features.archived_item``,
-schema version 9, issue 13), made by the database when the flag or its environments are
+schema version 9), made by the database when the flag or its environments are
 written (``archived_feature_json`` and the triggers of ``schema.sql``;
 ``flagadmin_archived_item`` and the triggers of ``schema.postgresql.sql``), not by every
 request: a 4.4 answer is the stored items of the caller's projects, in order, joined. Both

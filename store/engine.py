@@ -141,8 +141,8 @@ class Connection:
     schema), foreign keys on, a busy timeout of :data:`BUSY_TIMEOUT_MS`, and durable commits:
     a write returns once it is on disk. On a WAL database that is ``synchronous=NORMAL`` plus
     the group commit of :class:`WalSync` (one fsync for the commits of several threads); on a
-    file not (yet) in WAL mode, or with ``group_commit=False`` (bench/group_commit.py compares
-    the two), ``synchronous=FULL``. It is used by one thread at a time: the thread that opened
+    file not (yet) in WAL mode, or with ``group_commit=False`` (``python -m bench group-commit``
+    compares the two), ``synchronous=FULL``. It is used by one thread at a time: the thread that opened
     it, or (``handover=True``, a connection opened and warmed at start-up, see
     :func:`flagadmin.store.warm.warm`) the one thread it is handed to.
     """

@@ -1,8 +1,9 @@
 """Group commit of a SQLite database in WAL mode (:class:`WalSync`).
 
-Measured with ``bench/group_commit.py`` (the old harness; ``docs/architecture.md`` gives the
-command and the figures): with one ``fsync`` inside every ``COMMIT`` (``synchronous=FULL``),
-flag writes queue behind the disk while they hold SQLite's one write lock.
+Measured with ``python -m bench group-commit`` (``bench/group_commit.py`` before the bench
+package; ``docs/architecture.md`` gives the command and the figures): with one ``fsync`` inside
+every ``COMMIT`` (``synchronous=FULL``), flag writes queue behind the disk while they hold
+SQLite's one write lock.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class WalSync:
 
     With ``synchronous=FULL`` SQLite syncs the WAL inside ``COMMIT``, while it holds the
     database's one write lock, so writes queue behind one fsync each (0.37 ms on the
-    reference VM: issue 13's flag creates stopped near 1/1.1 ms). Here connections run with
+    reference VM: flag creates stopped near one every 1.1 ms). Here connections run with
     ``synchronous=NORMAL`` (SQLite still syncs the WAL's header and around checkpoints, so the
     file is always consistent) and :meth:`Connection.write` calls :meth:`durable` after the
     ``COMMIT`` and after the write lock is released: the caller returns, and its after-commit

@@ -21,7 +21,7 @@ INSERT INTO feature_types (name, lifetime_days) VALUES
     ('kill-switch', NULL), ('permission', NULL)
     ON CONFLICT DO NOTHING;
 
--- The columns after root_role are the SCIM directory's (issue 9; see schema.sql).
+-- The columns after root_role are the SCIM directory's (see schema.sql).
 CREATE TABLE IF NOT EXISTS users (
     id             BIGINT PRIMARY KEY,
     username       TEXT NOT NULL UNIQUE,
@@ -98,7 +98,7 @@ CREATE TABLE IF NOT EXISTS favorite_features (
     PRIMARY KEY (user_id, feature_name)
 );
 
--- ==== Archived flags in their 4.4 wire bytes (spec 4.4, 2.6; issue 13, schema version 9) =====
+-- ==== Archived flags in their 4.4 wire bytes (spec 4.4, 2.6; schema version 9) =====
 -- As in schema.sql: flagadmin_archived_item makes a flag's 4.4 object, the same bytes as
 -- SQLite's; features.archived_item keeps it while the flag is archived, written by the triggers
 -- at the end. PostgreSQL's json_build_object and json_agg put spaces after colons and commas;
@@ -219,7 +219,7 @@ CREATE TABLE IF NOT EXISTS integration_options (
     events_max_age TEXT
 );
 
--- ==== Flags changed through the API (issue 10) =============================================
+-- ==== Flags changed through the API ====================================================
 
 -- The install's environments; see schema.sql.
 CREATE TABLE IF NOT EXISTS environments (
@@ -240,7 +240,7 @@ CREATE TABLE IF NOT EXISTS feature_tags (
 
 CREATE INDEX IF NOT EXISTS favorite_features_feature ON favorite_features (feature_name);
 
--- ==== SCIM provisioning: the directory's users and groups, and the roles groups grant (issue 9)
+-- ==== SCIM provisioning: the directory's users and groups, and the roles groups grant
 -- The same rules as schema.sql's section of that name; its version triggers are at the end.
 
 -- userName is unique whatever its case among live users. The fold is SQLite's lower(): ASCII
@@ -373,7 +373,7 @@ CREATE TRIGGER users_update_content_version AFTER UPDATE ON users
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION flagadmin_users_updated_content_version();
 
--- ==== Flags: content version (issue 10's tables and 4.2's, 4.4's) ===========================
+-- ==== Flags: content version (the flag tables, 4.2's and 4.4's) ===========================
 -- As on SQLite, content_version moves when a statement changed at least one row of these
 -- tables, and only then: SQLite's row triggers fire once per changed row, never for a
 -- statement that changed none. A statement trigger fires for every statement, even one that
@@ -416,7 +416,7 @@ BEGIN
     END LOOP;
 END $$;
 
--- Narrower, as on SQLite (issue 13): a flag's update moves content_version when the flag is
+-- Narrower, as on SQLite: a flag's update moves content_version when the flag is
 -- or was archived (4.4 shows all of it) or when a column that 4.2 reads changed; its
 -- environments' writes only when the flag is archived (4.2 shows no environment).
 CREATE OR REPLACE FUNCTION flagadmin_features_updated_content_version() RETURNS trigger
@@ -471,7 +471,7 @@ CREATE TRIGGER users_credentials_version
     AFTER UPDATE OF id, root_role OR DELETE ON users
     FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_credentials_version();
 
--- SCIM provisioning (issue 9): what schema.sql's triggers of that section count moves both
+-- SCIM provisioning: what schema.sql's triggers of that section count moves both
 -- counters: a group inserted or deleted, or its name_key (what role mappings follow) changed; a
 -- membership added or removed; a role mapping written. As on SQLite (row triggers), only a
 -- statement that changed at least one row counts: these read the statement's transition table.

@@ -43,7 +43,7 @@ MIGRATIONS: tuple[str, ...] = (
         for change in ("insert", "update", "delete")
     )
     + "UPDATE settings SET key = 'content_version' WHERE key = 'data_version';"
-    # SCIM provisioning (issue 9): the directory's columns of users; existing users are active
+    # SCIM provisioning: the directory's columns of users; existing users are active
     # and not SCIM-managed. Their indexes (userName unique whatever its case, externalId
     # unique), the new tables, views and triggers come from schema.sql, run right after.
     + "ALTER TABLE users ADD COLUMN external_id TEXT;"
@@ -73,17 +73,17 @@ MIGRATIONS: tuple[str, ...] = (
     ),
     # 4 -> 5: features_creator covers 4.2's flags query (schema.sql creates it again with its
     # new columns, and features_name_listed beside it); the two arms of project_roles check
-    # "active" in the new partial index users_inactive (issue 13).
+    # "active" in the new partial index users_inactive.
     "DROP INDEX IF EXISTS features_creator;"
     "DROP VIEW IF EXISTS direct_project_roles;"
     "DROP VIEW IF EXISTS granted_project_roles;",
     # 5 -> 6: a user's active state and a group's key move the version counters only when their
-    # value changes, not whenever a SCIM write assigns them (issue 13); schema.sql creates the
+    # value changes, not whenever a SCIM write assigns them; schema.sql creates the
     # two triggers again with that condition.
     "DROP TRIGGER IF EXISTS users_update_active_credentials_version;"
     "DROP TRIGGER IF EXISTS directory_groups_update_versions;",
     # 6 -> 7: the integration event log keeps each row's 4.1 item in its wire bytes (item)
-    # instead of event, details and state_details (issue 13). The table is built again (SQLite
+    # instead of event, details and state_details. The table is built again (SQLite
     # cannot drop those columns), each item made by the concatenation that 4.1's page query ran
     # for every request until now, so every page keeps its bytes.
     "CREATE TABLE integration_events_v7 ("
@@ -107,7 +107,7 @@ MIGRATIONS: tuple[str, ...] = (
     "PRAGMA legacy_alter_table = ON;"
     "ALTER TABLE integration_events_v7 RENAME TO integration_events;"
     "PRAGMA legacy_alter_table = OFF;",
-    # 7 -> 8: the log is clustered by integration (issue 13): each integration with log rows
+    # 7 -> 8: the log is clustered by integration: each integration with log rows
     # gets a log number (1, 2, 3, ... in id order), and the table is built again with its rowid
     # log_key = log number * 2^40 + seq, rows inserted in that order. Same rows, same items.
     "CREATE TABLE IF NOT EXISTS integration_logs ("
@@ -135,8 +135,8 @@ MIGRATIONS: tuple[str, ...] = (
     "PRAGMA legacy_alter_table = ON;"
     "ALTER TABLE integration_events_v8 RENAME TO integration_events;"
     "PRAGMA legacy_alter_table = OFF;",
-    # 8 -> 9: archived flags keep their 4.4 object in its wire bytes (features.archived_item,
-    # issue 13). schema.sql makes the view and the triggers that write it, FILLS[9] fills it;
+    # 8 -> 9: archived flags keep their 4.4 object in its wire bytes (features.archived_item).
+    # schema.sql makes the view and the triggers that write it, FILLS[9] fills it;
     # features_archived_order replaces features_archived (4.4's order, names included), and
     # features_update_content_version is made again with the columns it watches (not
     # archived_item, which the new triggers write).
@@ -173,7 +173,7 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     "",
     "",
     # 3 -> 4: the schema file replaces the content_version triggers of users, features and
-    # feature_environments with narrower ones (issue 13).
+    # feature_environments with narrower ones.
     "",
     # 4 -> 5: as on SQLite, features_creator is made again with 4.2's columns.
     "DROP INDEX IF EXISTS features_creator;",

@@ -221,6 +221,23 @@ def stored_and_made(db) -> tuple[dict, dict]:
     return {r["name"]: bytes(r["item"]) for r in stored}, {r["name"]: bytes(r["item"]) for r in made}
 
 
+def test_archive__stored_items__in_the_shape_and_key_order_of_the_response_schema(db):
+    """The database builds each 4.4 item (``archived_feature_json``, ``flagadmin_archived_item``):
+    each stored item is byte for byte what ``ArchivedFeatureSchema`` dumps from it, so the bytes
+    sent keep to the schema the OpenAPI document shows, keys in its order."""
+    import orjson
+
+    from flagadmin.blueprints.archived_features import ArchivedFeatureSchema
+
+    stored = [
+        bytes(item)
+        for item in db.column("SELECT archived_item FROM features WHERE archived_item IS NOT NULL")
+    ]
+    assert len(stored) >= 10
+    schema = ArchivedFeatureSchema()
+    assert [orjson.dumps(schema.dump(orjson.loads(item))) for item in stored] == stored
+
+
 def test_archive__stored_items__made_again_by_every_write_to_an_archived_flag(client, alice, db, admin_token):
     """Spec 4.4 from stored items: after each kind of write (through the API, and straight to
     the tables as a seed or a future write path would), the stored items are exactly what the

@@ -30,7 +30,7 @@ ENTRY_OVERHEAD = 200
 #: 0 to 3. ISA-L's igzip (through python-isal) at level 1 makes a 4.1 page of 83 KB in about
 #: 22 µs where zlib at level 1 (what flask-compress uses for the other responses,
 #: ``web/headers.py``) takes about 92 µs, and its output is no larger (3,136 bytes against
-#: 3,797); bench/RESULTS.md has the measurement.
+#: 3,797); docs/architecture.md gives the figures.
 GZIP_LEVEL = 1
 
 

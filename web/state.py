@@ -30,7 +30,7 @@ DEFAULT_CACHE_BYTES = {
     "personal_dashboards": 32 * 1024 * 1024,
     # A Viewer's 4.4 answer at the benchmark's reference size is about 40 KB (and its gzip about
     # 5 KB): 48 MiB keeps the archives of about a thousand such callers, where 16 MiB dropped
-    # each of 690 Viewers' answers before it was asked again (bench/RESULTS.md).
+    # each of 690 Viewers' answers before it was asked again (docs/architecture.md).
     "archived_features": 48 * 1024 * 1024,
     "dashboard_parts": 4 * 1024 * 1024,
     "callers": 4 * 1024 * 1024,
