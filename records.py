@@ -257,7 +257,7 @@ def _step(node: Any, part: str) -> Any:
         node = node.inner
     else:
         return None
-    return node.schema if isinstance(node, fields.Nested) and not node.many else node
+    return node.schema if isinstance(node, fields.Nested) else node
 
 
 def _schema_at(schema: Schema | None, path: list[str]) -> Schema | None:
