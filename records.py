@@ -4,7 +4,10 @@ integration event of spec 2.2.
 The API serves these records (4.1) and the seed format loads them (``seed/documents.py``); both
 validate them with the schemas here, so the two cannot disagree on what an event is. The
 marshmallow fields they share with the query schemas (:class:`Timestamp`,
-:class:`DecimalInteger`) and :func:`validation_messages` live here too.
+:class:`DecimalInteger`, :class:`WholeMatch`) live here too, and so does
+:func:`validation_messages`, the one place where marshmallow's refusals of every body, query and
+seed document become flagadmin's words (what was wrong, what is accepted, what was sent, quoted
+as JSON by :func:`as_json`), so no schema needs messages of its own.
 """
 
 from __future__ import annotations
