@@ -21,7 +21,8 @@ INSERT INTO feature_types (name, lifetime_days) VALUES
     ('kill-switch', NULL), ('permission', NULL)
     ON CONFLICT DO NOTHING;
 
--- The columns after root_role are the SCIM directory's (see schema.sql).
+-- The columns after root_role are the SCIM directory's (see schema.sql): every 0/1 column NOT
+-- NULL, email_primary NULL whenever email is (schema version 10).
 CREATE TABLE IF NOT EXISTS users (
     id             BIGINT PRIMARY KEY,
     username       TEXT NOT NULL UNIQUE,
@@ -35,12 +36,13 @@ CREATE TABLE IF NOT EXISTS users (
     formatted_name TEXT,
     email_type     TEXT,
     email_primary  INTEGER CHECK (email_primary IN (0, 1)),
-    active         INTEGER DEFAULT 1 CHECK (active IN (0, 1)),
+    active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
     scim_managed   INTEGER NOT NULL DEFAULT 0 CHECK (scim_managed IN (0, 1)),
     created_at     TEXT,
     last_modified  TEXT,
     version        INTEGER NOT NULL DEFAULT 1,
-    deleted_at     TEXT
+    deleted_at     TEXT,
+    CONSTRAINT users_email_primary_needs_email CHECK (email IS NOT NULL OR email_primary IS NULL)
 );
 CREATE INDEX IF NOT EXISTS users_root_role ON users (root_role);
 

@@ -10,13 +10,18 @@ honours fsync).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from sqlite_utils.create_table_parser import Check
 
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -144,6 +149,11 @@ MIGRATIONS: tuple[str, ...] = (
     " CHECK (archived_item IS NULL OR typeof(archived_item) = 'blob');"
     "DROP INDEX IF EXISTS features_archived;"
     "DROP TRIGGER IF EXISTS features_update_content_version;",
+    # 9 -> 10: no stored state outside what the schema allows. A user's active state is never
+    # NULL (it was "never stated", read as active everywhere: it becomes 1), and emails' primary
+    # is stated only beside an email; REBUILDS[10] then builds users again with those rules.
+    "UPDATE users SET active = 1 WHERE active IS NULL;"
+    "UPDATE users SET email_primary = NULL WHERE email IS NULL;",
 )
 
 #: Upgrades that need what ``schema.sql`` (or ``schema.postgresql.sql``) makes: for version N,
@@ -156,6 +166,81 @@ FILLS: dict[int, str] = {
     " (SELECT j.item FROM archived_feature_json j WHERE j.name = features.name)"
     " WHERE archived_at IS NOT NULL;",
 }
+
+
+def _rebuild_users(conn: Connection) -> None:
+    """10: ``users`` built again by sqlite-utils' ``table.transform()`` (which copies the rows,
+    the column and table constraints and the indexes; ``schema.sql`` then makes the dropped
+    triggers again): ``active`` NOT NULL DEFAULT 1, and the table CHECK that ``email_primary``
+    is NULL without an email."""
+    _transform(
+        conn,
+        "users",
+        not_null={"active"},
+        defaults={"active": 1},
+        checks=(EMAIL_PRIMARY_NEEDS_EMAIL,),
+    )
+
+
+def _rebuild_group_project_roles(conn: Connection) -> None:
+    """10: ``group_project_roles`` built again with its primary key's columns first.
+
+    SQLite 3.40.x (Debian 12's, and the one-file binary's) reports a WITHOUT ROWID table whose
+    NOT NULL column is declared before a primary key column as "NULL value in
+    group_project_roles.group_name" in ``PRAGMA integrity_check`` once it holds rows, so
+    ``flagadmin backup`` refused sound databases. ``table.transform()`` cannot rebuild a WITHOUT
+    ROWID table (it copies the rowid, and makes a rowid table), so this one is SQL: a copy, the
+    old table dropped, the copy renamed (legacy rename: views are left as they are). A
+    database from before version 3 has no such table yet: ``schema.sql`` makes it as it is now.
+    """
+    if not conn.value("SELECT count(*) FROM sqlite_master WHERE name = 'group_project_roles'"):
+        return
+    for statement in (
+        "CREATE TABLE group_project_roles_v10 ("
+        " group_key TEXT NOT NULL, project_id TEXT NOT NULL,"
+        " role TEXT NOT NULL CHECK (length(role) > 0), group_name TEXT NOT NULL,"
+        " PRIMARY KEY (group_key, project_id, role)) WITHOUT ROWID",
+        "INSERT INTO group_project_roles_v10 (group_key, project_id, role, group_name)"
+        " SELECT group_key, project_id, role, group_name FROM group_project_roles",
+        "DROP TABLE group_project_roles",
+        "PRAGMA legacy_alter_table = ON",
+        "ALTER TABLE group_project_roles_v10 RENAME TO group_project_roles",
+        "PRAGMA legacy_alter_table = OFF",
+    ):
+        conn.run(statement)
+
+
+#: The table CHECK of ``users`` that an email's primary flag needs the email (schema version 10).
+EMAIL_PRIMARY_NEEDS_EMAIL = "email IS NOT NULL OR email_primary IS NULL"
+
+#: Upgrades that rebuild tables on SQLite, for version N: run after the :data:`MIGRATIONS` up to
+#: the current version and before ``schema.sql`` (which makes again the triggers that a dropped
+#: table took with it and the tables still missing), in the upgrade's one transaction.
+REBUILDS: dict[int, tuple[Callable[[Connection], None], ...]] = {
+    10: (_rebuild_users, _rebuild_group_project_roles),
+}
+
+
+class _Transformed(sqlite_utils.db.Table):
+    """A table that sqlite-utils' ``transform()`` builds again with ``added`` table CHECKs
+    besides the ones it copies (``transform()`` copies a table's CHECKs; it has no parameter
+    that adds one)."""
+
+    def __init__(self, db: sqlite_utils.Database, name: str, added: tuple[str, ...]):
+        super().__init__(db, name)
+        self._added = [Check(check) for check in added]
+
+    @property
+    def checks(self) -> list[Check]:
+        return [*super().checks, *self._added]
+
+
+def _transform(conn: Connection, table: str, *, checks: tuple[str, ...] = (), **changes: Any) -> None:
+    """Build ``table`` again with sqlite-utils' ``table.transform(**changes)`` inside the open
+    transaction, adding the table CHECKs ``checks``: the rows are copied, and a row that breaks
+    a new rule fails the upgrade (rolled back)."""
+    database = conn.table(table).db
+    _Transformed(database, table, checks).transform(**changes)
 
 
 def fills(found: int) -> str:
@@ -196,6 +281,13 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     # filled by FILLS[9]; features_archived_order replaces features_archived.
     "ALTER TABLE features ADD COLUMN IF NOT EXISTS archived_item BYTEA;"
     "DROP INDEX IF EXISTS features_archived;",
+    # 9 -> 10: as on SQLite, active is never NULL and emails' primary needs an email. (The
+    # layout of group_project_roles is SQLite's concern only.)
+    "UPDATE users SET active = 1 WHERE active IS NULL;"
+    "UPDATE users SET email_primary = NULL WHERE email IS NULL;"
+    "ALTER TABLE users ALTER COLUMN active SET NOT NULL;"
+    "ALTER TABLE users ADD CONSTRAINT users_email_primary_needs_email"
+    " CHECK (email IS NOT NULL OR email_primary IS NULL);",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts
@@ -255,23 +347,41 @@ def _upgrade(conn: Connection, path: str | Path, found: int) -> None:
     # A new file (version 0) gets schema.sql alone, which is the current schema: the
     # migrations change tables that do not exist yet.
     upgrade = "".join(MIGRATIONS[found:SCHEMA_VERSION]) if found else ""
+    versions = range(found + 1, SCHEMA_VERSION + 1)
+    rebuilds = [step for version in versions for step in REBUILDS.get(version, ())]
     try:
-        conn.script(
-            "BEGIN IMMEDIATE;\n"
-            + upgrade
-            + "\n"
-            + schema_sql()
-            + fills(found)
-            + f"\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
-        )
+        # one transaction, its statements run one by one (executescript would commit it
+        # before the rebuilds, which run from Python)
+        with conn.write("schema"):
+            for statement in statements(upgrade):
+                conn.run(statement)
+            if found:
+                for rebuild in rebuilds:
+                    rebuild(conn)
+            for statement in statements(schema_sql() + fills(found)):
+                conn.run(statement)
+            conn.run(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException as exc:
         conn.rollback()
-        if isinstance(exc, StoreError | sqlite3.Error):
+        if isinstance(exc, StoreError | sqlite3.Error | sqlite_utils.db.TransformError):
             raise SchemaError(
                 f"{path}: upgrading the schema from version {found} to {SCHEMA_VERSION} "
                 f"failed ({exc}); the upgrade was rolled back and the file was not changed."
             ) from exc
         raise
+
+
+def statements(script: str) -> Iterator[str]:
+    """The statements of the SQLite ``script``, one by one, each ending with its ``;``: split
+    where :func:`sqlite3.complete_statement` says one is whole (a ``;`` inside a string, a
+    comment or a trigger's body does not end it). Text after the last one (comments) is left."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\n;"):
+                yield pending
+            pending = ""
 
 
 def _user_version(conn: Connection, path: str | Path) -> int:

@@ -126,7 +126,7 @@ USER_ATTRIBUTES = Vocabulary(
         "name.givenname": Attribute("u.given_name"),
         "name.familyname": Attribute("u.family_name"),
         "name.formatted": Attribute("u.formatted_name"),
-        # NULL (stored only before booleans were checked) reads as active, as everywhere
+        # never NULL since schema version 10 (NULL was read as active, as everywhere)
         "active": Attribute("coalesce(u.active, 1)", "boolean"),
         "meta.created": Attribute("u.created_at", "datetime"),
         "meta.lastmodified": Attribute("u.last_modified", "datetime"),
