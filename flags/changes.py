@@ -106,7 +106,8 @@ def create(
         require(conn, caller, project_id, CREATE_FEATURE)
         # as validate_name, but a taken name is found by the insert itself (one statement less)
         _refuse_name(name_problem(name) or reserved_problem(name))
-        resource_limits.refuse_past("featureFlags", store_features.live_count(conn), limits, "flag")
+        live = store_features.live_count(conn, at_most=resource_limits.limit_of("featureFlags", limits))
+        resource_limits.refuse_past("featureFlags", live, limits, "flag")
         # in the order the store reads them back (by type, then value, code point by code point)
         tags = sorted(_unique_tags(body.get("tags") or []), key=lambda tag: (tag["type"], tag["value"]))
         flag, environments = store_features.insert(
@@ -231,7 +232,8 @@ def revive(
                 f'"{flag["project_id"]}" (archive it with DELETE /api/admin/projects/'
                 f"{flag['project_id']}/features/{name})."
             )
-        resource_limits.refuse_past("featureFlags", store_features.live_count(conn), limits, "flag")
+        live = store_features.live_count(conn, at_most=resource_limits.limit_of("featureFlags", limits))
+        resource_limits.refuse_past("featureFlags", live, limits, "flag")
         store_features.revive(conn, name)
         events.record(
             conn,

@@ -50,6 +50,12 @@ def from_environment() -> Mapping[str, int]:
     return setting.value(os.environ)
 
 
+def limit_of(limit: str, limits: Mapping[str, int] | None) -> int:
+    """The value of ``limit`` (a key of :data:`COUNTED`) in ``limits`` (None: read
+    :func:`from_environment`)."""
+    return (from_environment() if limits is None else limits)[limit]
+
+
 def refuse_past(limit: str, existing: int, limits: Mapping[str, int] | None, what: str) -> None:
     """Refuse creating one more of what ``limit`` (a key of :data:`COUNTED`) counts when
     ``existing`` of them already reach it. ``limits``: the instance's limits (None: read
@@ -57,13 +63,13 @@ def refuse_past(limit: str, existing: int, limits: Mapping[str, int] | None, wha
 
     :raise Invalid: 400 naming the limit, its value, what it counts and how to raise it.
     """
-    value = (from_environment() if limits is None else limits)[limit]
+    value = limit_of(limit, limits)
     if existing < value:
         return
     remedy = "Remove one first, or have" if existing else "Have"
     message = (
         f"Failed to create the {what}: the {limit} resource limit is {value}, and there are "
-        f"{existing} {COUNTED[limit]}. {remedy} an operator raise the limit "
+        f"at least {existing} {COUNTED[limit]}. {remedy} an operator raise the limit "
         f"(FLAGADMIN_RESOURCE_LIMITS='{{\"{limit}\": {max(value * 2, 1)}}}', then a restart)."
     )
     raise Invalid(message)

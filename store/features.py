@@ -55,10 +55,18 @@ def get(conn: Connection, name: str) -> dict[str, Any] | None:
     return conn.one(_FLAG + " WHERE f.name = ?", [name])
 
 
-def live_count(conn: Connection) -> int:
-    """How many live flags the install holds, in every project (the ``featureFlags`` resource
-    limit counts these: archived flags are not counted, spec 8.4)."""
-    return conn.value("SELECT count(*) FROM features WHERE archived_at IS NULL") or 0
+def live_count(conn: Connection, at_most: int) -> int:
+    """How many live flags the install holds, in every project, counted up to ``at_most``
+    (the ``featureFlags`` resource limit counts these: archived flags are not counted, spec
+    8.4). Counting stops at the limit, so a create's check reads at most ``at_most`` rows
+    however many flags there are."""
+    return (
+        conn.value(
+            "SELECT count(*) FROM (SELECT 1 FROM features WHERE archived_at IS NULL LIMIT ?) AS live",
+            [at_most],
+        )
+        or 0
+    )
 
 
 #: The flag named ``:name`` beside project ``:project_id``: one row when the project exists
