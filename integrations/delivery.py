@@ -143,7 +143,7 @@ def judge(
     if outcome.status is not None:
         lines.append(f"Webhook request failed with status code: {outcome.status}.")
     else:
-        lines.append(f"Webhook request failed: {outcome.error}.")
+        lines.append(f"Webhook request failed: {(outcome.error or '').rstrip('.')}.")
     if outcome.status == 410:
         lines.append(
             "The receiver answered 410 Gone: the integration was disabled and the delivery is not retried."

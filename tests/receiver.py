@@ -233,3 +233,22 @@ class Receiver:
         self.held.set()
         self._server.shutdown()
         self._server.server_close()
+
+
+def point_demo_webhooks_at(client: Any, token: str, url: str) -> list[int]:
+    """PUT every webhook configuration of the demo with ``url`` (a receiver's: tests deliver
+    to no other address), its other parameters sent back masked, so kept; through the admin
+    API of the Flask test ``client`` with the admin ``token``. The app must allow ``url``'s
+    host. Returns the ids changed."""
+    changed = []
+    headers = {"Authorization": token}
+    for addon in client.get("/api/admin/addons", headers=headers).get_json()["addons"]:
+        if addon["provider"] != "webhook":
+            continue
+        kept = ("provider", "description", "enabled", "events", "projects", "environments")
+        body = {key: addon[key] for key in kept}
+        body["parameters"] = {**addon["parameters"], "url": url}
+        response = client.put(f"/api/admin/addons/{addon['id']}", json=body, headers=headers)
+        assert response.status_code == 200, response.get_json()
+        changed.append(addon["id"])
+    return changed

@@ -286,39 +286,41 @@ def test_put__other_provider_seeded__409_and_unchanged(client, admin_token, db):
 
 
 def test_put__disabled__its_pending_deliveries_cancelled(client, admin_token, db):
-    # Given: configuration 1 has a pending delivery (a new configuration raised an event it handles)
+    # Given: configuration 3 (the demo's enabled webhook) has a pending delivery (a new
+    # configuration raised an event it handles)
     client.post(ADDONS, json=config(enabled=False), headers=auth(admin_token))
     event_id = db.value("SELECT max(id) FROM events")
-    assert {d["integration_id"]: d["state"] for d in deliveries.of_event(db, event_id)}[1] == "pending"
-    seeded = client.get(ADDON.format(id=1), headers=auth(admin_token)).get_json()
+    assert {d["integration_id"]: d["state"] for d in deliveries.of_event(db, event_id)}[3] == "pending"
+    seeded = client.get(ADDON.format(id=3), headers=auth(admin_token)).get_json()
     body = {k: seeded[k] for k in ("provider", "parameters", "projects", "environments", "description")}
     # When
     response = client.put(
-        ADDON.format(id=1),
+        ADDON.format(id=3),
         json={**body, "enabled": False, "events": ["feature-created"]},
         headers=auth(admin_token),
     )
     # Then
     assert response.status_code == 200
-    assert {d["integration_id"]: d["state"] for d in deliveries.of_event(db, event_id)}[1] == "cancelled"
+    assert {d["integration_id"]: d["state"] for d in deliveries.of_event(db, event_id)}[3] == "cancelled"
 
 
 def test_delete__configuration_with_log_and_deliveries__all_gone_in_one_change(client, admin_token, db):
-    # Given: configuration 1 has 79 log rows and (after this) a pending delivery
+    # Given: configuration 3 (the demo's enabled webhook) has 49 log rows and (after this) a
+    # pending delivery
     client.post(ADDONS, json=config(), headers=auth(admin_token))
-    assert db.value("SELECT count(*) FROM integration_deliveries WHERE integration_id = 1") >= 1
+    assert db.value("SELECT count(*) FROM integration_deliveries WHERE integration_id = 3") >= 1
     # When
-    response = client.delete(ADDON.format(id=1), headers=auth(admin_token))
+    response = client.delete(ADDON.format(id=3), headers=auth(admin_token))
     # Then
     assert response.status_code == 200 and response.get_data() == b""
-    assert client.get(ADDON.format(id=1), headers=auth(admin_token)).status_code == 404
-    assert client.get(ADDON.format(id=1) + "/events", headers=auth(admin_token)).status_code == 404
+    assert client.get(ADDON.format(id=3), headers=auth(admin_token)).status_code == 404
+    assert client.get(ADDON.format(id=3) + "/events", headers=auth(admin_token)).status_code == 404
     for table in ("integration_events", "integration_deliveries", "integration_options"):
-        assert db.value(f"SELECT count(*) FROM {table} WHERE integration_id = 1") == 0
-    assert integration_events.head(db, 1) is None
+        assert db.value(f"SELECT count(*) FROM {table} WHERE integration_id = 3") == 0
+    assert integration_events.head(db, 3) is None
     (event,) = newest_events(db, 1)
     assert event["type"] == "addon-config-deleted"
-    assert event["preData"]["id"] == 1 and event["data"] is None and "parameters" not in event["preData"]
+    assert event["preData"]["id"] == 3 and event["data"] is None and "parameters" not in event["preData"]
 
 
 def test_delete__by_an_editor__403_and_kept(client, alice):

@@ -33,6 +33,7 @@ from flagadmin import serving
 from flagadmin.store import connect, tokens, users
 
 from helpers import LiveServer
+from receiver import Receiver, point_demo_webhooks_at
 
 #: How long a socket operation may wait before the exchange fails (only so that a hang ends).
 ANSWER_DEADLINE_S = 30.0
@@ -451,7 +452,7 @@ def schemathesis_command() -> list[str]:
 
 
 def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failures(
-    live_server, admin_user, tmp_path
+    live_server, admin_user, make_app, request, tmp_path
 ):
     """``schemathesis run`` against a real server: examples, coverage, fuzzing and the
     stateful phase (which follows the OpenAPI link of 4.1), positive and negative data, every
@@ -464,7 +465,13 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
     # sends events to the hosts schemathesis makes up); a test delivery gives up after 1 s.
     # The ignored_auth check sends unauthenticated requests to every operation, more than the
     # default throttle allows from one address now that there are more operations (the
-    # throttle itself is tested in test_throttle.py), as in test_openapi.py.
+    # throttle itself is tested in test_throttle.py), as in test_openapi.py. A test delivery
+    # (POST /addons/{id}/test) to one of the demo's webhooks goes to this test's receiver.
+    receiver = Receiver()
+    request.addfinalizer(receiver.close)
+    point_demo_webhooks_at(
+        make_app(integrations_allow_private=True).test_client(), admin_user, receiver.url("/ok")
+    )
     server = live_server(
         env={
             "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE": "true",

@@ -10,6 +10,9 @@ from schemathesis.config import SchemathesisConfig
 
 from flagadmin.web.operations import declared_operations
 
+from demo_webhooks import point_demo_webhooks_at
+from receiver import Receiver
+
 SECTIONS = {"4.1", "4.2", "4.3", "4.4", "4.5"}
 
 # --- flags change through the API (blueprints/features.py, feature_archive.py) -------------
@@ -156,11 +159,15 @@ def api_schema(make_app, admin_token):
     # The admin token is the document's security scheme's key, so that schemathesis itself
     # decides when a request goes without it (a negative case that drops the header must
     # stay without it).
+    # A test delivery (POST /addons/{id}/test) to a demo webhook goes to this test's receiver.
     app = make_app(auth_failure_limit="100000/minute", **ADDON_SETTINGS)
+    receiver = Receiver()
+    point_demo_webhooks_at(app.test_client(), admin_token, receiver.url("/ok"))
     config = SchemathesisConfig.from_dict(
         {"generation": {"allow-x00": False}, "auth": {"openapi": {"apiKey": {"api_key": admin_token}}}}
     )
-    return schemathesis.openapi.from_wsgi("/docs/openapi.json", app, config=config)
+    yield schemathesis.openapi.from_wsgi("/docs/openapi.json", app, config=config)
+    receiver.close()
 
 
 schema = schemathesis.pytest.from_fixture("api_schema").exclude(path_regex=FLAG_ROUTES)

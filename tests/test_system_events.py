@@ -28,6 +28,13 @@ def delivered_to(db, event_id: int) -> set[int]:
     return {d["integration_id"] for d in deliveries.of_event(db, event_id)}
 
 
+def enable_demo_webhooks(db) -> None:
+    """Enable the demo's webhooks 1 to 4 (it ships 1, 2 and 4 disabled until their URLs are
+    set): nothing is sent here, no worker runs; only the outbox rows are looked at."""
+    with db.write():
+        db.run("UPDATE integrations SET enabled = 1 WHERE id IN (1, 2, 3, 4)")
+
+
 def test_record__in_a_transaction_that_rolls_back__neither_event_nor_delivery(db):
     # Given
     before = db.value("SELECT count(*) FROM events"), db.value("SELECT count(*) FROM integration_deliveries")
@@ -41,6 +48,8 @@ def test_record__in_a_transaction_that_rolls_back__neither_event_nor_delivery(db
 
 
 def test_record__committed__event_in_wire_shape_with_its_deliveries(db):
+    # Given
+    enable_demo_webhooks(db)
     # When
     event_id = record(db, project="default", environment="production", feature_name="f", data={"name": "f"})
     # Then
@@ -67,6 +76,7 @@ def test_record__committed__event_in_wire_shape_with_its_deliveries(db):
 def test_record__deliveries__each_its_own_webhook_id_in_the_standard_webhooks_form(db):
     """The outbox rows are written by the database in one statement, each with a
     ``webhook-id`` of its own: ``msg_`` + 32 lower-case hex digits (Standard Webhooks)."""
+    enable_demo_webhooks(db)
     made = [
         d["webhook_id"]
         for event_id in (record(db, project="default", data={"n": n}) for n in range(3))
@@ -106,6 +116,7 @@ def test_record__while_another_connection_deletes_a_matching_integration__no_del
     nothing: no outbox row pointing at a deleted configuration, no foreign-key failure."""
     # Given: another connection deleting webhook 1 (which takes every event type), not yet
     # committed
+    enable_demo_webhooks(db)
     deleter = connect(database)
     deleting = contextlib.ExitStack()
     deleting.enter_context(deleter.write("integrations"))

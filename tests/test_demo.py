@@ -1,0 +1,138 @@
+"""The demo dataset shows the product working out of the box: ``flagadmin serve --demo`` with
+the default settings (private addresses refused), then a flag change, puts a row in 4.1's log
+that says what happened and why; its templates use only what an event has; its environment
+``production`` is of the type ``production``; and nothing of it is sent to a fixed port of the
+machine the tests run on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from flagadmin.integrations import address_guard
+from flagadmin.records import EventSchema
+from flagadmin.seed.documents import demo_files
+from flagadmin.store import connect
+
+from flag_helpers import features_path
+from helpers import FLAGADMIN, LiveServer, auth, wait_until
+from receiver import point_demo_webhooks_at
+
+#: The demo's webhook that is enabled: a port of this machine, which the default guard refuses.
+SHOWCASE = 3
+
+
+@pytest.fixture(scope="module")
+def demo() -> dict:
+    (path,) = [p for p in demo_files() if p.name == "demo.json"]
+    return json.loads(Path(path).read_text())
+
+
+def webhooks(demo: dict) -> list[dict]:
+    return [i for i in demo["integrations"] if i["provider"] == "webhook"]
+
+
+def test_demo__production_is_a_production_environment(db):
+    types = {row["name"]: row["type"] for row in db.all("SELECT name, type FROM environments")}
+    assert types == {"development": "development", "production": "production"}
+
+
+def test_demo__templates_use_only_what_an_event_has(demo):
+    """Every tag of every body template names ``eventJson`` or a field of the event (spec
+    2.3), and renders to what its log shows for each event it handled."""
+    fields = set(EventSchema().fields)
+    for integration in webhooks(demo):
+        template = integration["parameters"].get("bodyTemplate")
+        if not template:
+            continue
+        for name in re.findall(r"\{\{[#^/&{]?\s*([^}\s]+)\s*\}?\}\}", template):
+            head, _, rest = name.partition(".")
+            assert name == "eventJson" or (head == "event" and rest.split(".")[0] in fields), name
+        rows = [r for r in demo["integrationEvents"] if r["integrationId"] == integration["id"]]
+        assert rows
+        for row in rows:
+            assert row["event"]["type"] in row["details"]["body"]
+            assert (
+                f"flag {row['event']['featureName']} in project {row['event']['project']}"
+                in (row["details"]["body"])
+            )
+
+
+def test_demo__webhooks_send_to_no_fixed_port__only_the_refused_one_is_enabled(demo):
+    """The disabled webhooks name the documentation host hooks.example.com (RFC 2606) until
+    their user sets a URL; the one enabled names this machine, which the default guard refuses,
+    so that a change shows a delivery and the guard's reason without sending anything."""
+    guard = address_guard.AddressGuard(allow_private=False, allowed_hosts=frozenset())
+    for integration in webhooks(demo):
+        url = integration["parameters"]["url"]
+        if integration["enabled"]:
+            assert integration["id"] == SHOWCASE
+            with pytest.raises(address_guard.Blocked):
+                guard.check_url(url)
+        else:
+            assert urllib.parse.urlsplit(url).hostname == "hooks.example.com", url
+    for integration in demo["integrations"]:
+        assert "9099" not in json.dumps(integration)
+
+
+def test_demo__each_webhook_as_the_api_shows_it__saved_back_with_a_new_url(make_app, admin_token, db):
+    """What a user does first: set a demo webhook's URL, sending the rest back as shown
+    (events, filters, masked parameters). Nothing is sent: no worker runs, no test delivery."""
+    client = make_app(integrations_allowed_hosts=("127.0.0.1",)).test_client()
+    assert point_demo_webhooks_at(client, admin_token, "http://127.0.0.1/saved-never-sent") == [1, 2, 3, 4]
+    stored = db.all("SELECT id, parameters FROM integrations WHERE id IN (1, 2, 3, 4)")
+    assert all(json.loads(row["parameters"])["url"] == "http://127.0.0.1/saved-never-sent" for row in stored)
+
+
+def test_serve_demo__a_flag_change__a_row_in_the_log_saying_why_nothing_was_sent(empty_database, tmp_path):
+    # Given: `flagadmin serve --demo` with the default settings (private addresses refused)
+    env = {name: "" for name in os.environ if name.startswith("FLAGADMIN_INTEGRATIONS_")}
+    server = LiveServer(empty_database, env=env, args=("--demo",), log_dir=tmp_path)
+    try:
+        token = subprocess.run(
+            [*FLAGADMIN, "create-token", "--admin", "--db", empty_database],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        log = f"/api/admin/addons/{SHOWCASE}/events?limit=1"
+        before = json.loads(server.request("GET", log, auth(token)).body)["integrationEvents"][0]["id"]
+        # When: a flag is created
+        reply = server.request(
+            "POST",
+            features_path("default"),
+            {**auth(token), "Content-Type": "application/json"},
+            json.dumps({"name": "demo-delivery"}).encode(),
+        )
+        assert reply.status == 201, reply.body
+
+        # Then: the enabled demo webhook's log gets a row for it, off the request path
+        def newest() -> dict | None:
+            (row,) = json.loads(server.request("GET", log, auth(token)).body)["integrationEvents"]
+            return row if row["id"] != before else None
+
+        row = wait_until(newest, timeout=30)
+        assert row["event"]["type"] == "feature-created" and row["event"]["featureName"] == "demo-delivery"
+        assert row["state"] == "failed"
+        assert row["stateDetails"].startswith("Webhook request failed: blocked address: 127.0.0.1 ")
+        assert "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE=true" in row["stateDetails"]
+        assert row["stateDetails"].endswith("Not retried: the address is not allowed.")
+        assert ".." not in row["stateDetails"]
+        # the disabled ones owe nothing
+        with connect(empty_database) as conn:
+            owed = list(
+                conn.values(
+                    "SELECT integration_id FROM integration_deliveries WHERE event_id = ?",
+                    [row["event"]["id"]],
+                )
+            )
+        assert owed == [SHOWCASE]
+    finally:
+        server.stop()
