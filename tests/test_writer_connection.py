@@ -122,3 +122,18 @@ def test_last_connection_closed__the_writing_connection_goes_too(db_path):
     del conn, writers
     gc.collect()
     assert not [key for key in _Writer._all if key[0] == os.path.abspath(db_path)]
+
+
+def test_table_bulk_load_inside_a_write__joins_its_transaction__rolled_back_with_it(db_path):
+    """``Connection.table`` (sqlite-utils, the seeds' bulk loads) inside :meth:`write` writes
+    through the writing connection, in the open transaction: a failure later in the block takes
+    the bulk load back too (sqlite-utils nests its own transaction as a savepoint)."""
+    with connect(db_path) as conn:
+        with pytest.raises(RuntimeError), conn.write():
+            conn.table("settings").insert_all([{"key": f"bulk-{i}", "value": str(i)} for i in range(3)])
+            assert conn.value("SELECT count(*) FROM settings WHERE key LIKE 'bulk-%'") == 3
+            raise RuntimeError("the rest of the write fails")
+        assert conn.value("SELECT count(*) FROM settings WHERE key LIKE 'bulk-%'") == 0
+        with conn.write():
+            conn.table("settings").insert_all([{"key": "bulk-kept", "value": "1"}])
+        assert conn.value("SELECT count(*) FROM settings WHERE key LIKE 'bulk-%'") == 1
