@@ -75,9 +75,13 @@ SERVER_CPU = "0"
 #: (10,000 rows, 30 days) would delete most of them at the first sweep of a server's delivery
 #: workers, and the rest as the database ages. Databases built now carry the same on each
 #: generated configuration (generate.KEEP_ALL); this covers those built before.
+#: The reference-size database holds 50,000 live flags, past the default ``featureFlags``
+#: resource limit (5,000), which the server enforces on a flag create: every server started
+#: here may hold ten million.
 RETENTION = {
     "FLAGADMIN_INTEGRATION_EVENTS_KEEP": "1000000000",
     "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE": "P36500D",
+    "FLAGADMIN_RESOURCE_LIMITS": '{"featureFlags": 10000000}',
 }
 
 
