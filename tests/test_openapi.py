@@ -10,8 +10,7 @@ from schemathesis.config import SchemathesisConfig
 
 from flagadmin.web.operations import declared_operations
 
-from demo_webhooks import point_demo_webhooks_at
-from receiver import Receiver
+from receiver import Receiver, point_demo_webhooks_at
 
 SECTIONS = {"4.1", "4.2", "4.3", "4.4", "4.5"}
 
