@@ -69,8 +69,8 @@ def bench_command(case: str) -> list[str]:
 HOST = "127.0.0.1"
 #: Core of the server under test; wrk gets the other one.
 SERVER_CPU = "0"
-#: Retention of the integration event logs (4.1) in every server started here, unless the
-#: environment sets it: none. The generated logs are fixed data (600,000 events in integration
+#: Settings of every server started here, unless the environment sets them. Retention of the
+#: integration event logs (4.1): none. The generated logs are fixed data (600,000 events in integration
 #: 1 at reference size, spread over the 30 days before the build), and the default retention
 #: (10,000 rows, 30 days) would delete most of them at the first sweep of a server's delivery
 #: workers, and the rest as the database ages. Databases built now carry the same on each
@@ -78,7 +78,7 @@ SERVER_CPU = "0"
 #: The reference-size database holds 50,000 live flags, past the default ``featureFlags``
 #: resource limit (5,000), which the server enforces on a flag create: every server started
 #: here may hold ten million.
-RETENTION = {
+SERVER_ENV = {
     "FLAGADMIN_INTEGRATION_EVENTS_KEEP": "1000000000",
     "FLAGADMIN_INTEGRATION_EVENTS_MAX_AGE": "P36500D",
     "FLAGADMIN_RESOURCE_LIMITS": '{"featureFlags": 10000000}',
@@ -144,7 +144,7 @@ class Server:
 
     def __init__(self, command: list[str], port: int, log: Path, cpu: str = SERVER_CPU) -> None:
         self.port = port
-        env = {**RETENTION, **os.environ, "FLAGADMIN_GIT_REVISION": "bench", "PYTHONUNBUFFERED": "1"}
+        env = {**SERVER_ENV, **os.environ, "FLAGADMIN_GIT_REVISION": "bench", "PYTHONUNBUFFERED": "1"}
         log.parent.mkdir(parents=True, exist_ok=True)
         self.log = log.open("ab")
         self.proc = subprocess.Popen(
@@ -1196,7 +1196,7 @@ def integration_rows():
 #: Retention of each generated configuration's log (``integration_options``: events_keep,
 #: events_max_age): every row, for a century. The logs are fixed data spread over the 30 days
 #: before the build; with the instance's defaults (10,000 rows, 30 days), the first sweep of any
-#: server started on the database would delete most of them (:data:`RETENTION` sets the same for
+#: server started on the database would delete most of them (:data:`SERVER_ENV` sets the same for
 #: the servers the benchmarks start, for databases built before this).
 KEEP_ALL = (1_000_000_000, "P36500D")
 
