@@ -122,7 +122,7 @@ def warm_up(app, threads: int) -> None:
     Last, what start-up made (about 77,000 objects: the modules, the app, its schemas) is moved
     out of the cyclic garbage collector's reach (``gc.freeze``): it lives as long as the process,
     and each full collection walked all of it again (65 ms pauses, 8 in 20 s of the benchmark's
-    mixed traffic; bench/RESULTS.md). Objects made later are collected as before.
+    mixed traffic; docs/architecture.md, "Warm start"). Objects made later are collected as before.
     """
     app.test_client().get("/health")
     try:

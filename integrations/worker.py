@@ -189,9 +189,9 @@ class Worker:
     def _busy_turn(self) -> bool:
         """Whether this thread may make an attempt without room: the first to ask once
         :data:`YIELD_S` has passed since the last one that could. Four threads each making one
-        per ``YIELD_S`` took about 5 % of a saturated server's CPU (bench/RESULTS.md, tenth
-        section); the one attempt kept per ``YIELD_S`` is there so that deliveries never stop
-        for as long as the server stays saturated."""
+        per ``YIELD_S`` took about 5 % of a saturated server's CPU (bench/journal/2026-11-27.md,
+        "Deliveries under steady traffic"); the one attempt kept per ``YIELD_S`` is there so
+        that deliveries never stop for as long as the server stays saturated."""
         with self._busy_turns:
             now = time.monotonic()
             if now < self._next_busy_turn:

@@ -207,7 +207,7 @@ def insert(
 
     On PostgreSQL the flag, its environments and the reading back are one statement; on
     SQLite two, each giving back what it wrote (RETURNING), so that nothing is read again.
-    (Inside the write lock a statement costs little beyond its own work: bench/RESULTS.md,
+    (Inside the write lock a statement costs little beyond its own work: bench/journal/,
     "Fewer statements inside the write lock".)
     """
     params = {

@@ -55,7 +55,7 @@ def _projects_sql(dialect: str, types: int, permanent: int) -> str:
     than its type's lifetime (a type without one: created after ``''``, so any). The healthy
     flags of a (project, type) are one range of ``features_project_health``, so the only pass
     over every live flag is their ``count(*)``; an expression per flag (a ``CASE`` over the
-    types) cost more (bench/RESULTS.md).
+    types) cost more (bench/journal/).
     """
     thresholds = [f"(:type{i}, :before{i})" for i in range(types)]
     thresholds += [f"(:permanent{i}, '')" for i in range(permanent)]

@@ -14,7 +14,7 @@ DIALECTS = ("sqlite", "postgresql")
 #: (SELECT ...)`` the planner joined every project owner (1,000 at the reference size) to
 #: every active user to keep the few in the caller's projects, where the array lets it seek
 #: each project in the ``(role, project_id)`` index: a Viewer's project owners (4.2) 2.4-3.1 ms
-#: -> 0.25-0.30 ms, 4.4's rows and count unchanged (bench/RESULTS.md). SQLite's planner does
+#: -> 0.25-0.30 ms, 4.4's rows and count unchanged (bench/journal/). SQLite's planner does
 #: the seek with ``IN`` already.
 VISIBLE_PROJECT = {
     "sqlite": "{column} IN (SELECT project_id FROM project_roles WHERE user_id = :user_id)",

@@ -5,7 +5,7 @@ schema, and each statement is compiled once and kept in the connection's stateme
 SQLite, Python's ``sqlite3`` cache; keyed by the SQL text). :func:`warm` does that work ahead
 of traffic. With it and one request through the app first (``flagadmin serve``'s warm start),
 the heavy caller's first 4.2 request on the reference data took 14.2 ms in-process instead of
-20.5 (bench/RESULTS.md, "First requests of 4.2").
+20.5 (docs/architecture.md, "Warm start").
 """
 
 from __future__ import annotations

@@ -844,8 +844,8 @@ def test_no_room__four_threads_make_one_attempt_per_yield_between_them(
 ):
     """While the server leaves no room (saturated), the delivery threads make one attempt per
     ``integrations.worker.YIELD_S`` between them, not one each: the deliveries keep moving, and take
-    about a quarter of what four threads each making one took (bench/RESULTS.md, tenth
-    section). Once there is room, the rest go at once.
+    about a quarter of what four threads each making one took (bench/journal/2026-11-27.md,
+    "Deliveries under steady traffic"). Once there is room, the rest go at once.
 
     Checked without a rate, so that a slow machine cannot fail it: the attempts without room
     keep coming (ten of them, however long they take), and they are never more than one per
@@ -881,7 +881,7 @@ def test_no_room__four_threads_make_one_attempt_per_yield_between_them(
 
 def test_claim__finished_deliveries_after_stale_statistics__window_starts_at_the_unfinished(db):
     """A claim reads each integration's window from its first unfinished delivery, however
-    many finished ones are kept before it. On bench/traffic.py's PostgreSQL database the
+    many finished ones are kept before it. On the PostgreSQL database of `python -m bench traffic` the
     planner once walked the primary key from the oldest delivery and filtered out every
     finished one (36,000 rows per integration, 130 ms a claim, the outbox draining at a few
     deliveries per second), its statistics taken under load when many more were pending.

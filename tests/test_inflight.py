@@ -52,7 +52,7 @@ def test_request_gauge__steady_requests_with_short_gaps__room_without_a_quiet_mo
     than the quiet moment (a request of about 1 ms every 10 ms), leaves room: the delivery
     threads use the idle time instead of waiting for a pause that never comes. Waiting for a
     pause only, four threads delivered 38.6 a second while 250 were needed, and the outbox
-    grew for as long as the traffic lasted (bench/RESULTS.md, "Deliveries under steady
+    grew for as long as the traffic lasted (bench/journal/2026-11-27.md, "Deliveries under steady
     traffic")."""
 
     def app(environ, start_response):

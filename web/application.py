@@ -15,7 +15,7 @@ class FlagadminFlask(Flask):
 
     Flask asks, for the view and for every request hook of every request, whether the function
     is a coroutine function (``inspect.iscoroutinefunction``: five times a request here, about
-    3 µs of a 65 µs kept answer; bench/RESULTS.md). The functions are the app's registered
+    3 µs of a 65 µs kept answer; docs/architecture.md). The functions are the app's registered
     views and hooks, and a function's kind does not change, so the answer is kept in a dict per
     app, by function. flagadmin has no ``async`` view; one would still be wrapped as Flask
     wraps it.

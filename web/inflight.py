@@ -11,7 +11,7 @@ request every few milliseconds, so never a quiet moment) leaves the deliveries i
 Before the busy share, room meant a quiet moment only: with a read every 5 ms and 20 flag
 archives a second, five webhooks taking every event (100 deliveries a second to make, the
 server's core mostly idle), the four delivery threads made 38.3 a second, one each per 0.1 s,
-and the outbox grew without end (bench/RESULTS.md, "Deliveries under steady traffic").
+and the outbox grew without end (docs/architecture.md, "Delivery threads yield to requests").
 """
 
 from __future__ import annotations
