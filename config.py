@@ -305,6 +305,34 @@ SETTINGS: tuple[Setting, ...] = (
         "serve makes sure this exact admin API token is valid",
     ),
     Setting(
+        "FLAGADMIN_CONNECTION_LIMIT",
+        "500",
+        _integer(10, 900),
+        "open connections serve holds at once, idle keep-alive ones included; past it, new ones "
+        "wait in the listen backlog until one closes (10 to 900: waitress watches them with "
+        "select, below descriptor 1024)",
+        "connection_limit",
+        int,
+    ),
+    Setting(
+        "FLAGADMIN_CONNECTION_IDLE_TIMEOUT",
+        "60",
+        _seconds(1.0, 86400.0),
+        "seconds serve keeps a connection that sends nothing (idle keep-alive, or a request "
+        "arriving too slowly) before closing it (1 to 86400)",
+        "connection_idle_timeout",
+        float,
+    ),
+    Setting(
+        "FLAGADMIN_LISTEN_BACKLOG",
+        "1024",
+        _integer(1, 65535),
+        "connections the system queues for serve before it accepts them (listen backlog; the "
+        "system may cap it, net.core.somaxconn)",
+        "listen_backlog",
+        int,
+    ),
+    Setting(
         "FLAGADMIN_SERVICE_URL",
         "http://127.0.0.1:4242",
         _text,

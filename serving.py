@@ -29,8 +29,16 @@ from waitress.server import BaseWSGIServer
 log = logging.getLogger("flagadmin")
 
 #: waitress limits: larger requests are refused by waitress itself (431, 413, plain text).
+#: The body limit is above every limit of the app (the admin API's 64 KiB, SCIM's 2 MiB), so
+#: that the app answers every 413 for a body it has a limit for, in its own words; waitress's
+#: stays, to bound what a request may make it buffer (tests/test_server.py checks the order).
 MAX_REQUEST_HEADER_SIZE = 256 * 1024
-MAX_REQUEST_BODY_SIZE = 1024 * 1024
+MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024
+
+#: Connections: see :func:`serve` and the FLAGADMIN_CONNECTION_* settings (config.py).
+DEFAULT_CONNECTION_LIMIT = 500
+DEFAULT_IDLE_TIMEOUT_S = 60.0
+DEFAULT_BACKLOG = 1024
 
 
 class Channel(HTTPChannel):
@@ -87,13 +95,33 @@ class Channel(HTTPChannel):
         return super().writable()
 
 
-def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30.0) -> None:
+def serve(
+    wsgi,
+    *,
+    host: str,
+    port: int,
+    threads: int,
+    drain_timeout: float = 30.0,
+    connection_limit: int = DEFAULT_CONNECTION_LIMIT,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
+    backlog: int = DEFAULT_BACKLOG,
+) -> None:
     """Serve ``wsgi`` on ``host:port`` with ``threads`` worker threads until signalled.
+
+    Connections: at most ``connection_limit`` open at once (idle keep-alive ones included; past
+    it waitress stops accepting until one closes, and new ones wait in the ``backlog`` of the
+    listening socket); one that sends nothing for ``idle_timeout`` seconds is closed (checked
+    every quarter of it, at most every 30 s). Waiting connections cost a file descriptor each,
+    and no thread; the process's soft limit of open files is raised to hold them. waitress
+    watches them with ``select``, which takes descriptors below 1024 only, so the limit stays
+    under 900 (config.py); its ``poll`` mode corrupted pipelined answers with this module's
+    :class:`Channel` and with waitress's own (tests/test_serving_channel.py).
 
     Returns once in-flight requests have been answered (or ``drain_timeout`` seconds passed).
     """
     # "Task queue depth" warnings on every burst are noise, not news: keep errors only.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    _room_for_descriptors(connection_limit + 100)  # the database, logs, delivery sockets
     server = waitress.create_server(
         wsgi,
         host=host,
@@ -103,6 +131,10 @@ def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30
         max_request_header_size=MAX_REQUEST_HEADER_SIZE,
         max_request_body_size=MAX_REQUEST_BODY_SIZE,
         clear_untrusted_proxy_headers=True,
+        connection_limit=connection_limit,
+        channel_timeout=idle_timeout,
+        cleanup_interval=max(1.0, min(30.0, idle_timeout / 4)),
+        backlog=backlog,
     )
     for listener in _listeners(server):
         listener.channel_class = Channel
@@ -131,6 +163,22 @@ def serve(wsgi, *, host: str, port: int, threads: int, drain_timeout: float = 30
         next(calls)  # a signal from now on finds the pipe closed (its number may be reused): none is written
         os.close(wake_write)  # a drain thread still waiting reads the end, and returns
     log.info("stopped")
+
+
+def _room_for_descriptors(wanted: int) -> None:
+    """Raise the soft limit of open files to ``wanted`` (at most the hard limit) if below it:
+    Debian's default soft limit, 1024, is about what the default connection limit needs."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            log.warning("cannot raise the open files limit from %s to %s", soft, target)
 
 
 def _listeners(server) -> list[BaseWSGIServer]:

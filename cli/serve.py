@@ -227,7 +227,15 @@ def serve(
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     worker = Worker(database, settings, threads=delivery_workers, room=wsgi.wait_for_room).start()
     try:
-        serving.serve(wsgi, host=host, port=port, threads=threads)
+        serving.serve(
+            wsgi,
+            host=host,
+            port=port,
+            threads=threads,
+            connection_limit=settings.connection_limit,
+            idle_timeout=settings.connection_idle_timeout,
+            backlog=settings.listen_backlog,
+        )
     except OSError as exc:
         message = _cannot_listen(exc, host, port)
         if message is None:
