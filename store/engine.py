@@ -67,6 +67,7 @@ def _open(
     :raise Unavailable: the file cannot be opened.
     """
     try:
+        _create_owner_only(path)
         conn = sqlite3.connect(
             path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=not any_thread
         )
@@ -82,6 +83,20 @@ def _open(
         conn.close()
         raise NotADatabase(f"{path} is not a flagadmin database: {exc}") from exc
     return conn, wal
+
+
+def _create_owner_only(path: str) -> None:
+    """Create the database file ``path``, empty, readable and writable by its owner only (0600),
+    if it does not exist: it holds webhook credentials. SQLite gives the ``-wal``, ``-shm`` and
+    ``-journal`` files it makes beside a database the database's own mode, so they are
+    owner-only too. An existing file keeps the mode its owner gave it (docs/operations.md).
+    """
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return
+    # an existing file keeps its mode; a missing or unwritable folder is reported by
+    # sqlite3.connect, as before
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 class _Writer:
