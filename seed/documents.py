@@ -255,11 +255,14 @@ def _record_path(raw: dict, message: str) -> str:
 def check_references(conn: Connection, documents: list[Loaded]) -> list[str]:
     """Return the duplicate ids and dangling references across ``documents`` and the database."""
     existing = store_seed.existing_keys(conn)
+    # a stored project or environment declared again identically is no conflict (a new
+    # install's default project and environments, in a seed written for any install)
+    declared = store_seed.stored_declarations(conn)
     problems: list[str] = []
     seen: dict[str, dict[Any, str]] = {kind: {} for kind in existing}
 
-    def claim(kind: str, key: Any, where: str, label: str) -> None:
-        if key in existing[kind]:
+    def claim(kind: str, key: Any, where: str, label: str, same: tuple | None = None) -> None:
+        if key in existing[kind] and (same is None or declared[kind].get(key) != same):
             problems.append(f"{where}: {label} {key!r} already exists in the database")
         elif key in seen[kind]:
             problems.append(f"{where}: duplicate {label} {key!r} (first in {seen[kind][key]})")
@@ -275,9 +278,11 @@ def check_references(conn: Connection, documents: list[Loaded]) -> list[str]:
             claim("users", u["id"], f"{doc.source}: users[{i}]", "id")
             claim("usernames", u["username"], f"{doc.source}: users[{i}]", "username")
         for i, p in enumerate(doc.data["projects"]):
-            claim("projects", p["id"], f"{doc.source}: projects[{i}]", "id")
+            same = (p["name"], p.get("description"))
+            claim("projects", p["id"], f"{doc.source}: projects[{i}]", "id", same)
         for i, e in enumerate(doc.data["environments"]):
-            claim("environments", e["name"], f"{doc.source}: environments[{i}]", "name")
+            same = (e["type"], e["sortOrder"])
+            claim("environments", e["name"], f"{doc.source}: environments[{i}]", "name", same)
         for i, f in enumerate(doc.data["features"]):
             claim("features", f["name"], f"{doc.source}: features[{i}]", "name")
         for i, n in enumerate(doc.data["integrations"]):

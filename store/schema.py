@@ -18,6 +18,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.create_table_parser import Check
 
+from ..timestamps import now_rfc3339
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
@@ -243,6 +244,31 @@ def _transform(conn: Connection, table: str, *, checks: tuple[str, ...] = (), **
     _Transformed(database, table, checks).transform(**changes)
 
 
+#: What a new install starts with, as the reference server's does: the project ``default`` and
+#: the environments ``development`` and ``production``, so that a first flag can be created
+#: without a seed. Made only in a new database (an upgrade adds nothing to an existing one);
+#: a seed that declares them identically still loads (store/seed.py).
+NEW_INSTALL_PROJECT = {"id": "default", "name": "Default", "description": "Default project"}
+NEW_INSTALL_ENVIRONMENTS = (
+    {"name": "development", "type": "development", "sort_order": 0},
+    {"name": "production", "type": "production", "sort_order": 0},
+)
+
+
+def new_install_sql(now: str) -> str:
+    """The SQL (both engines) that writes :data:`NEW_INSTALL_PROJECT` and
+    :data:`NEW_INSTALL_ENVIRONMENTS`, created at ``now`` (RFC 3339, no quote in it)."""
+    project = NEW_INSTALL_PROJECT
+    environments = ", ".join(
+        f"('{e['name']}', '{e['type']}', {e['sort_order']}, '{now}')" for e in NEW_INSTALL_ENVIRONMENTS
+    )
+    return (
+        "INSERT INTO projects (id, name, description)"
+        f" VALUES ('{project['id']}', '{project['name']}', '{project['description']}');"
+        f"INSERT INTO environments (name, type, sort_order, created_at) VALUES {environments};"
+    )
+
+
 def fills(found: int) -> str:
     """The :data:`FILLS` of an upgrade from version ``found`` (none for a new database)."""
     if not found:
@@ -361,7 +387,8 @@ def _upgrade(conn: Connection, path: str | Path, found: int) -> None:
             if found:
                 for rebuild in rebuilds:
                     rebuild(conn)
-            for statement in statements(schema_sql() + fills(found)):
+            new_install = "" if found else new_install_sql(now_rfc3339())
+            for statement in statements(schema_sql() + fills(found) + new_install):
                 conn.run(statement)
             conn.run(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException as exc:
@@ -436,6 +463,7 @@ def _ensure_postgresql(url: str) -> int:
                         + "\n"
                         + postgresql_schema_sql()
                         + fills(found)
+                        + ("" if found else new_install_sql(now_rfc3339()))
                         + "\nINSERT INTO settings (key, value) VALUES ('schema_version', "
                         + f"'{SCHEMA_VERSION}') ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
                         + "\nCOMMIT;"

@@ -96,6 +96,9 @@ def insert_documents(conn: Connection, documents: list[dict[str, list[dict]]]) -
                 {"id": p["id"], "name": p["name"], "description": p.get("description")}
                 for p in doc["projects"]
             ],
+            # a stored project is declared again identically (checked before: see
+            # stored_declarations), such as a new install's default
+            ignore=True,
         )
         bulk(
             conn,
@@ -244,9 +247,25 @@ def insert_integration_events(conn: Connection, events: list[dict[str, Any]]) ->
 
 
 def is_empty(conn: Connection) -> bool:
-    """Return True when no user, project, flag or integration is stored yet."""
+    """Return True when no user, flag or integration is stored yet, nor any project but a new
+    install's ``default`` (see :data:`flagadmin.store.schema.NEW_INSTALL_PROJECT`)."""
     stored = conn.value(
-        "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM projects)"
+        "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM projects WHERE id <> 'default')"
         " + (SELECT count(*) FROM features) + (SELECT count(*) FROM integrations)"
     )
     return stored == 0
+
+
+def stored_declarations(conn: Connection) -> dict[str, dict[Any, tuple]]:
+    """What a seed declaration of a stored project or environment must repeat to be no conflict:
+    ``{"projects": {id: (name, description)}, "environments": {name: (type, sort_order)}}``."""
+    return {
+        "projects": {
+            r["id"]: (r["name"], r["description"])
+            for r in conn.all("SELECT id, name, description FROM projects")
+        },
+        "environments": {
+            r["name"]: (r["type"], r["sort_order"])
+            for r in conn.all("SELECT name, type, sort_order FROM environments")
+        },
+    }
