@@ -192,7 +192,8 @@ def condition(
 
     :raise UnsupportedFilter: an attribute is not in the vocabulary, an operator does not
         apply to its attribute's type, a value has the wrong type, or the filter is deeper than
-        :data:`MAX_DEPTH` or has more than :data:`MAX_TERMS` comparisons, or a value holds NUL.
+        :data:`MAX_DEPTH` or has more than :data:`MAX_TERMS` comparisons, or a value holds NUL
+        or a lone surrogate (no engine can store it).
     """
     writer = _Writer(vocabulary, dialect, unknown_is_false)
     sql = writer.node(node, 0)
@@ -307,8 +308,18 @@ class _Writer:
     # --- comparisons ------------------------------------------------------------------------
 
     def bind(self, value: Any) -> str:
-        if isinstance(value, str) and "\x00" in value:
-            raise UnsupportedFilter("A filter value must not hold a NUL character (\\u0000).")
+        """Every value of the SQL goes through here: refused if neither engine can store it."""
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise UnsupportedFilter("A filter value must not hold a NUL character (\\u0000).")
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise UnsupportedFilter(
+                        "A filter value must be Unicode text: it holds a lone surrogate"
+                        " (\\ud800 to \\udfff), which UTF-8 cannot encode."
+                    ) from None
         self.params.append(value)
         return "?"
 
