@@ -302,8 +302,11 @@ def create_addon(caller, conn, body):
 
     400 for an unknown provider, a missing required parameter, an event type not of spec 6,
     a URL that is not http(s) or resolves to a non-public address (unless
-    FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE or FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS allow it), or
-    a bodyTemplate that does not render. Records addon-config-created.
+    FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE or FLAGADMIN_INTEGRATIONS_ALLOWED_HOSTS allow it), a
+    value with a trailing newline or a space around it, or a bodyTemplate that is not complete
+    Mustache (an unclosed tag or section...), does not render, or names anything but event
+    and eventJson outside a section: the message says which, and where. Records
+    addon-config-created.
     """
     config = configs.checked(body, stored=None, settings=state().settings)
     app_state = state()
@@ -349,8 +352,9 @@ def get_addon(caller, conn, id: str):
 def update_addon(caller, conn, id: str, body):
     """Replace a configuration; the next event uses it. A sensitive parameter sent as *****
     keeps its stored value. Disabling it cancels its pending deliveries. 404 for
-    an unknown id; 409 to change its provider. Records addon-config-updated when something
-    other than the parameters changed (the event never carries them).
+    an unknown id; 409 to change its provider; 400 for what a create refuses. Records
+    addon-config-updated when something other than the parameters changed (the event never
+    carries them).
     """
     config = configs.checked(body, stored=_found(conn, id), settings=state().settings)
     app_state = state()

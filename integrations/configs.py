@@ -104,6 +104,10 @@ def checked(body: dict[str, Any], *, stored: dict[str, Any] | None, settings: Se
             template.render_template(body_template, template.SAMPLE_EVENT)
         except template.TemplateError as exc:
             problems.append(f"parameters.bodyTemplate: {exc}.")
+        else:
+            unknown = template.unknown_name(body_template)
+            if unknown is not None:
+                problems.append(f"parameters.bodyTemplate: {unknown}.")
     max_age = body.get("eventsMaxAge")
     if max_age is not None:
         try:

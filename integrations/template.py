@@ -76,9 +76,10 @@ def _shown(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def syntax_problem(template: str) -> str | None:
+def syntax_problem(template: str, outside: list[tuple[str, int, str]] | None = None) -> str | None:
     """What makes ``template`` not a complete Mustache template (the mustache(5) manual's
-    syntax), in flagadmin's words with the line and column, or None when it is one.
+    syntax), in flagadmin's words with the line and column, or None when it is one. The names
+    used outside every section are appended to ``outside`` (``(name, index, tag)``) when given.
 
     Checked: every tag is closed (``{{x}}``, ``{{{x}}}``, ``{{=<% %>=}}`` with what ends its
     type), every section (``{{#x}}``, ``{{^x}}``) is closed by ``{{/x}}`` in the reverse order
@@ -120,6 +121,8 @@ def syntax_problem(template: str) -> str | None:
         if kind == _PARTIAL:
             where = _where(template, start)
             return f"the tag {_shown(tag)!r} at {where} is a partial; partials are not supported"
+        if outside is not None and not sections and kind != _END:
+            outside.append((name, start, tag))
         if kind in (_SECTION, _INVERTED):
             sections.append((name, start, tag))
         elif kind == _END:
@@ -138,6 +141,33 @@ def syntax_problem(template: str) -> str | None:
             f"the section {_shown(tag)!r} opened at {_where(template, at)} is never closed "
             f"(end it with {opening}/{name}{closing})"
         )
+    return None
+
+
+#: The names a template's context has (:func:`render_template`'s).
+CONTEXT_NAMES = ("event", "eventJson")
+
+
+def unknown_name(template: str) -> str | None:
+    """The first name used outside every section that :func:`render_template`'s context does
+    not have (``event``, ``eventJson``), said in flagadmin's words with where it is; None when
+    there is none (or the template has a syntax problem: :func:`syntax_problem` says it).
+
+    Mustache renders an unknown name as nothing, so a template written for another server
+    (the reference server's ``{{{eventMarkdown}}}``) would send a body with a hole in it. Names
+    inside a section are looked up in the section's value first and are not checked.
+    """
+    outside: list[tuple[str, int, str]] = []
+    if syntax_problem(template, outside) is not None:
+        return None
+    for name, at, tag in outside:
+        head = name.split(".")[0]
+        if name != "." and head not in CONTEXT_NAMES:
+            return (
+                f"the tag {_shown(tag)!r} at {_where(template, at)} names {head!r}, which a webhook "
+                "template does not have: use event (the event: {{event.type}}, {{event.data.name}}...) "
+                "or eventJson (the event as JSON: {{{eventJson}}})"
+            )
     return None
 
 

@@ -2,8 +2,9 @@
 is accepted: a pattern is matched against the whole value, so a trailing newline (which
 Python's ``$`` lets through) or a space around it is not quietly accepted or trimmed; and a
 webhook body template that cannot render as its author meant (an unclosed tag or section, a
-section closed out of order) is refused when the configuration is saved, with 400 naming the
-line and column.
+section closed out of order) or that names what its context has not (the reference server's
+``eventMarkdown``) is refused when the configuration is saved, with 400 naming the line and
+column.
 
 Through the real stack: the admin API (POST and PUT of integration configurations, a flag's
 tags), the command line (``seed``, ``create-token --expires-in``) and the settings read at
@@ -156,6 +157,29 @@ def test_addon_save__complete_templates__201(client, admin_token, template):
     body = webhook(parameters={"bodyTemplate": template})
     response = client.post(ADDONS, json=body, headers=auth(admin_token))
     assert response.status_code == 201, response.get_json()
+
+
+@pytest.mark.parametrize(
+    ("template", "name"),
+    [
+        ("{{event.type}}: {{{eventMarkdown}}}", "eventMarkdown"),  # the reference server's
+        ("{{#items}}{{name}}{{/items}}", "items"),
+        ("{{type}} by {{createdBy}}", "type"),
+    ],
+)
+def test_addon_save__template_naming_what_its_context_has_not__400_naming_it(
+    client, admin_token, db, template, name
+):
+    """Mustache renders an unknown name as nothing: a template that names, outside every
+    section, something other than ``event`` or ``eventJson`` is refused rather than sent with
+    a hole in its body."""
+    created = client.post(ADDONS, json=webhook(), headers=auth(admin_token)).get_json()
+    body = webhook(parameters={"bodyTemplate": template})
+    for response in (
+        client.post(ADDONS, json=body, headers=auth(admin_token)),
+        client.put(ADDON.format(id=created["id"]), json=body, headers=auth(admin_token)),
+    ):
+        refused(response, "parameters.bodyTemplate", f"names {name!r}", "use event", "eventJson")
 
 
 def test_flag_create__tag_color_with_a_trailing_newline__400(client, alice, db):
