@@ -85,7 +85,7 @@ def list_integration_events(caller, conn, id: str, limit: int, offset: int):
     same bytes, and never holds a deleted row.
     """
     number = integration_id(id)
-    bounds = None if number is None else integration_events.kept_head(conn, number)
+    bounds = None if number is None else integration_events.head(conn, number)
     if bounds is None:
         raise NotFoundError(
             f"No integration configuration has the id {as_json(id)}: integration ids are decimal integers."

@@ -175,10 +175,6 @@ class Connection:
         timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.path = str(path)
         conn, wal = _open(self.path, timeout_ms, group_commit=group_commit, any_thread=handover)
-        #: Values read through this connection that hold while :meth:`commit_counter` does not
-        #: move (see :func:`flagadmin.store.settings.read_once`); emptied by each commit of
-        #: :meth:`write`.
-        self.memo: dict[str, Any] = {}
         self._after_commit: list[Callable[[], None]] = []
         self._conn = conn
         self._trace: Callable[[str], object] | None = None
@@ -311,11 +307,11 @@ class Connection:
         if self._wal_sync is not None:
             self._wal_sync.check()
         with _WRITERS:
-            own = self._conn, self.memo
+            own = self._conn
             if self._writer is not None:
-                # the block's statements (and what read_once keeps for them) go to the
-                # process's writing connection, for this transaction only
-                self._conn, self.memo = self._writer.connection(), {}
+                # the block's statements go to the process's writing connection, for this
+                # transaction only
+                self._conn = self._writer.connection()
                 if self._trace is not None:
                     self._conn.set_trace_callback(self._trace)
             try:
@@ -323,8 +319,7 @@ class Connection:
             finally:
                 if self._trace is not None:
                     self._conn.set_trace_callback(None)
-                self._conn, self.memo = own
-        self.memo.clear()
+                self._conn = own
         callbacks, self._after_commit = self._after_commit, []
         if self._wal_sync is not None:
             self._wal_sync.durable(ticket)
@@ -364,14 +359,6 @@ class Connection:
         """Roll back the open transaction, if any (a failed request's leftovers)."""
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-
-    def commit_counter(self) -> int:
-        """A value that moves whenever another connection commits to the database: equal values
-        on this connection mean nobody else wrote anything meanwhile, so any version row read
-        earlier still holds (this connection's own commits empty :attr:`memo` instead).
-        SQLite's ``PRAGMA data_version``, its documented way to learn that another connection
-        committed (https://www.sqlite.org/pragma.html#pragma_data_version); no disk access."""
-        return self._execute("PRAGMA data_version").fetchone()[0]
 
     def table(self, name: str) -> sqlite_utils.db.Table:
         """sqlite-utils' handle on table ``name`` through the connection running this thread's

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import orjson
 
 from .engine import Connection, StoreError
-from .settings import read_once
 
 
 @dataclass(frozen=True)
@@ -36,30 +35,6 @@ def head(conn: Connection, integration_id: int) -> LogBounds | None:
         [integration_id],
     )
     return None if row is None else LogBounds(row["head"], row["low"])
-
-
-#: Integrations whose :class:`LogBounds` one connection keeps between commits (:func:`kept_head`):
-#: an admin UI reads a few logs, and a client naming many ids must not grow the memo.
-KEPT_HEADS = 64
-
-
-def kept_head(conn: Connection, integration_id: int) -> LogBounds | None:
-    """:func:`head`, kept on the connection until anyone commits: a log changes only in a
-    commit, and on SQLite the commit counter says whether one happened
-    (:func:`flagadmin.store.settings.read_once`), so that pages asked of an unchanged log
-    cost one ``PRAGMA`` for their bounds. On PostgreSQL (no counter) it is :func:`head`.
-    Bounds of at most :data:`KEPT_HEADS` integrations are kept; an unknown id never is.
-
-    Not for use inside a write transaction that changes the log (its own rows move no
-    counter until it commits).
-    """
-    kept = read_once(conn, "log-heads", lambda _: {})
-    bounds = kept.get(integration_id)
-    if bounds is None:
-        bounds = head(conn, integration_id)
-        if bounds is not None and len(kept) < KEPT_HEADS:
-            kept[integration_id] = bounds
-    return bounds
 
 
 #: On SQLite, ``log_key`` (the log table's rowid) is ``log_no * LOG_KEY_SPAN + seq``, with

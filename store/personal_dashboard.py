@@ -24,7 +24,6 @@ from ..timestamps import format_rfc3339, parse_rfc3339
 from .collation import BINARY
 from .directory import DISPLAY_NAME
 from .engine import Connection
-from .settings import read_once
 from .visibility import DIALECTS, visible
 
 #: The caller's projects (with a row per role: ``IN`` makes them distinct), as the CTE ``mine``.
@@ -114,12 +113,7 @@ _SQL = {
 def lifetimes(conn: Connection) -> dict[str, int | None]:
     """Days after which a live flag of each type is potentially stale (spec 4.2), None for the
     types that never are: ``{"release": 40, "experiment": 40, "operational": 7,
-    "kill-switch": None, "permission": None}``. Read at most once per commit anywhere
-    (:func:`~flagadmin.store.settings.read_once`); the caller must not change the dict."""
-    return read_once(conn, "lifetimes", _read_lifetimes)
-
-
-def _read_lifetimes(conn: Connection) -> dict[str, int | None]:
+    "kill-switch": None, "permission": None}``: one statement, read at every call."""
     rows = conn.all("SELECT name, lifetime_days FROM feature_types")
     return {row["name"]: row["lifetime_days"] for row in rows}
 

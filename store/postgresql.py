@@ -121,9 +121,6 @@ class PostgresConnection:
         self._in_write = False
         self._after_commit: list[Callable[[], None]] = []
         self._trace: Callable[[str], None] | None = None
-        #: Per-connection memo, as on SQLite; PostgreSQL has no commit counter, so nothing
-        #: is ever kept in it across statements (see :meth:`commit_counter`).
-        self.memo: dict[str, Any] = {}
 
     # --- running SQL ----------------------------------------------------------------------
 
@@ -274,11 +271,6 @@ class PostgresConnection:
         if self.in_transaction:
             with contextlib.suppress(Exception):
                 self._raw.execute("ROLLBACK")
-
-    def commit_counter(self) -> None:
-        """None: PostgreSQL has no cheap "did anyone commit" counter, so every reading of the
-        version counters goes to the database (:func:`flagadmin.store.settings.versions`)."""
-        return None
 
     def trace(self, callback: Callable[[str], None] | None) -> None:
         """Call ``callback(sql)`` for every statement run from now on (None: stop), with its

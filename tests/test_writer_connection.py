@@ -77,12 +77,12 @@ def test_write__then_a_read_on_the_same_connection__sees_it(db_path):
         assert in_thread(read) == "probe-1"
 
 
-def test_read_once_inside_a_write__not_answered_from_the_connections_memo(db_path):
-    """A value kept by ``read_once`` on a thread's connection belongs to that connection's
-    commit counter: inside a write (another connection) it is read again, so a change
-    committed meanwhile by someone else (here another process's connection) is seen."""
+def test_versions_inside_a_write__another_connections_commit_seen(db_path):
+    """A reading of the versions inside a write (on the process's writing connection) and after
+    it (on the thread's own) both see a change committed meanwhile by another connection (a
+    plain ``sqlite3`` one, as another process's would be)."""
     with connect(db_path) as conn:
-        before = settings.versions(conn)  # kept in conn.memo under conn's counter
+        before = settings.versions(conn)
         outsider = sqlite3.connect(db_path)
         try:
             outsider.execute("UPDATE settings SET value = value + 5 WHERE key = 'content_version'")
