@@ -114,8 +114,7 @@ def serve(
     every quarter of it, at most every 30 s). Waiting connections cost a file descriptor each,
     and no thread; the process's soft limit of open files is raised to hold them. waitress
     watches them with ``select``, which takes descriptors below 1024 only, so the limit stays
-    under 900 (config.py); its ``poll`` mode (``asyncore_use_poll``) mixed up pipelined answers
-    with this module's :class:`Channel` (tests/test_serving_channel.py failed), so it is not used.
+    under 900 (config.py).
 
     Returns once in-flight requests have been answered (or ``drain_timeout`` seconds passed).
     """
