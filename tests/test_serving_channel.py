@@ -49,7 +49,13 @@ def running(app, channel_class, **adjustments):
             for dispatcher in list(server._map.values()):
                 dispatcher.close()
 
-        server.trigger.pull_trigger(close_all)
+        try:
+            server.trigger.pull_trigger(close_all)
+        except OSError:
+            # The trigger's pipe was found closed (seen once in twenty runs of this file, at
+            # this line only, after every answer had been checked): close from here instead;
+            # the loop then finds its map empty when its select returns.
+            close_all()
         loop.join(timeout=10)
         server.task_dispatcher.shutdown()
         assert not loop.is_alive()
