@@ -7,6 +7,9 @@ fields; they are the reference server's (``addonCreateUpdateSchema``, ``addonSch
 ``eventsMaxAge``). Every change is an event (``addon-config-created``, ``-updated``,
 ``-deleted``, never with the parameters), written in the change's transaction. Sensitive
 parameters are shown as ``*****``; a ``*****`` sent back keeps the stored value.
+
+It is over 400 lines because the provider's parameters each need their marshmallow field and
+OpenAPI description beside the views that take them; the domain is in ``integrations/``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ commits are made durable by the group commit of :mod:`flagadmin.store.group_comm
 
 SQL is written with ``?`` placeholders or ``:name`` parameters (SQLite's styles); an engine that
 speaks another style converts them.
+
+It is about 400 lines because the one writing connection and its durable commit belong with the
+connection they swap into; errors and group commit live in ``errors.py`` and ``group_commit.py``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ unique violation. Errors are classified by SQLSTATE: a lost or refused connectio
 gave none in time, a serialization failure or a deadlock become
 :class:`~flagadmin.store.engine.Unavailable` (retry later), a unique violation
 :class:`~flagadmin.store.engine.Conflict`.
+
+It is over 400 lines because it is the whole PostgreSQL side of :mod:`flagadmin.store.engine`:
+the pool, the connection, its placeholders and its errors, kept in one place.
 """
 
 from __future__ import annotations

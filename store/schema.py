@@ -5,6 +5,9 @@ Durability: the database runs in WAL mode, and a write returns only once its com
 ``fdatasync`` of the WAL shared by the commits made meanwhile), so a committed transaction
 survives a crash of the process or of the machine (power loss included, as far as the disk
 honours fsync).
+
+It is over 400 lines because every upgrade of the schema since version 1, on both engines,
+lives here: an upgrade is never removed, so that any older database can be brought up to date.
 """
 
 from __future__ import annotations

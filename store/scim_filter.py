@@ -21,6 +21,9 @@ unknown into true. Conditions are SQL booleans (``TRUE``/``FALSE``, never 1/0, w
 PostgreSQL does not take as one). Multi-valued attributes kept in other tables (a user's
 ``groups``, a group's ``members``) are ``EXISTS`` subqueries. A value holding NUL is refused
 (no stored text holds one, and PostgreSQL's text cannot).
+
+It is over 400 lines because it has one job, a SCIM filter (RFC 7644 section 3.4.2.2) turned
+into SQL for both dialects, and its operators and attributes read best as one table.
 """
 
 from __future__ import annotations
