@@ -1,4 +1,4 @@
-"""SQL of the SCIM directory (issue 9): users as SCIM sees them, groups and their members, and
+"""SQL of the SCIM directory: users as SCIM sees them, groups and their members, and
 the roles groups grant (root roles and project roles, owned by flagadmin).
 
 Rows come back as dicts keyed by column name. Functions that write must run inside the

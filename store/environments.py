@@ -1,4 +1,4 @@
-"""The install's environments (issue 10): where a flag can be switched on and off."""
+"""The install's environments: where a flag can be switched on and off."""
 
 from __future__ import annotations
 

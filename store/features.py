@@ -1,4 +1,4 @@
-"""Feature flags as the API changes them (issue 10): one flag, its environments, tags and
+"""Feature flags as the API changes them: one flag, its environments, tags and
 favorites, and the live flags of a project.
 
 A flag is identified by its name across live and archived flags (``features.name`` is the

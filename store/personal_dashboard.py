@@ -1,7 +1,7 @@
 """The personal dashboard (spec 4.2): four queries whatever the size of the data, on either
 engine.
 
-Roles are effective ones (issue 9): project roles come from the ``project_roles`` view (direct
+Roles are effective ones (SCIM groups included): project roles come from the ``project_roles`` view (direct
 and SCIM-group-granted, active users only), and a user is an admin when its own root role or
 one of its groups' is Admin.
 

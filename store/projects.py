@@ -1,4 +1,4 @@
-"""Projects and the roles users hold in them (issue 10: changed from the command line)."""
+"""Projects and the roles users hold in them (changed from the command line)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def find_caller(conn: Connection, token: str, now: str) -> Caller | None:
     """Return the :class:`Caller` that ``token`` authenticates at ``now``, or None.
 
     Revoked tokens, tokens expired at ``now`` and personal tokens of removed, deactivated or
-    deleted users (SCIM, issue 9) authenticate nobody. A personal token's ``root_role`` is its
+    deleted users (SCIM) authenticate nobody. A personal token's ``root_role`` is its
     user's effective one: the highest of its own and its SCIM groups' (``user_root_roles``).
     """
     row = conn.one(
@@ -202,7 +202,7 @@ def revoke(conn: Connection, token_id: int) -> tuple[str, bool] | None:
     return None if revoked_at is None else (revoked_at, changed == 1)
 
 
-# --- issue 8: tokens named in their events ---------------------------------------------------
+# --- tokens named in their events ---------------------------------------------------------
 
 
 def describe(conn: Connection, token_id: int) -> dict[str, Any] | None:

@@ -1,8 +1,8 @@
 """Which projects a caller sees: SQL shared by the operations that filter by project.
 
 Project roles are read from the ``project_roles`` view of ``schema.sql``: the roles given to a
-user directly (``project_members``) and those its SCIM groups grant (``group_project_roles``,
-issue 9), for active users only. Both kinds count the same everywhere.
+user directly (``project_members``) and those its SCIM groups grant (``group_project_roles``),
+for active users only. Both kinds count the same everywhere.
 """
 
 #: The SQL dialects of the store (``conn.dialect``), for statements built per dialect.
@@ -41,7 +41,7 @@ def project_roles(conn, user_id: int | None, project_id: str) -> set[str]:
     (an admin API token).
 
     Reads the ``project_roles`` view: roles given to the user directly and roles granted
-    through its SCIM groups (issue 9); a deactivated user holds none. Permission checks ask
+    through its SCIM groups; a deactivated user holds none. Permission checks ask
     this function and nothing else.
     """
     if user_id is None:

@@ -1,4 +1,4 @@
-"""Warming a connection before its first request (issue 13).
+"""Warming a connection before its first request.
 
 A connection's first statements cost more than its later ones: the engine reads and parses the
 schema, and each statement is compiled once and kept in the connection's statement cache (on
