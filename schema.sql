@@ -526,3 +526,153 @@ CREATE TRIGGER IF NOT EXISTS users_update_credentials_version AFTER UPDATE OF id
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
 CREATE TRIGGER IF NOT EXISTS users_delete_credentials_version AFTER DELETE ON users
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
+
+-- ==== Rollout rules (schema version 11) ==================================================
+-- What decides who gets a flag, on the reference server's admin paths: strategy types,
+-- a flag environment's strategies (with constraints, segments and variants), segments, the
+-- environment's variants and the flag's dependency. JSON columns hold compact JSON text in the
+-- reference's wire shapes, normalised on write (flagadmin.rules).
+
+-- Strategy types: the built-ins every SDK evaluates and custom ones (POST /api/admin/strategies).
+-- parameters: [{name, type, description, required}].
+CREATE TABLE IF NOT EXISTS strategy_types (
+    name        TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 100),
+    title       TEXT,
+    description TEXT,
+    parameters  TEXT NOT NULL DEFAULT '[]',
+    built_in    INTEGER NOT NULL DEFAULT 0 CHECK (built_in IN (0, 1)),
+    deprecated  INTEGER NOT NULL DEFAULT 0 CHECK (deprecated IN (0, 1)),
+    sort_order  INTEGER NOT NULL DEFAULT 0,
+    created_at  TEXT NOT NULL
+);
+
+-- Segments: named lists of constraints, global (project_id NULL) or of one project.
+-- constraints: [{contextName, operator, values, value?, inverted, caseInsensitive}].
+CREATE TABLE IF NOT EXISTS segments (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+    description TEXT,
+    project_id  TEXT REFERENCES projects (id),
+    constraints TEXT NOT NULL DEFAULT '[]',
+    created_at  TEXT NOT NULL,
+    created_by  TEXT
+);
+
+-- A flag environment's strategies, in sort_order then id. id is a UUID (as the reference's).
+-- parameters: {name: string}; constraints as segments'; variants: [{name, weight, weightType,
+-- stickiness, payload?}].
+CREATE TABLE IF NOT EXISTS feature_strategies (
+    id                 TEXT PRIMARY KEY,
+    feature_name       TEXT NOT NULL REFERENCES features (name),
+    environment        TEXT NOT NULL REFERENCES environments (name),
+    strategy_name      TEXT NOT NULL,
+    title              TEXT,
+    disabled           INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+    sort_order         INTEGER NOT NULL DEFAULT 0,
+    parameters         TEXT NOT NULL DEFAULT '{}',
+    constraints        TEXT NOT NULL DEFAULT '[]',
+    variants           TEXT NOT NULL DEFAULT '[]',
+    created_at         TEXT NOT NULL,
+    created_by_user_id INTEGER
+);
+CREATE INDEX IF NOT EXISTS feature_strategies_flag
+    ON feature_strategies (feature_name, environment, sort_order);
+CREATE INDEX IF NOT EXISTS feature_strategies_environment ON feature_strategies (environment, feature_name);
+
+-- The segments a strategy uses (in use: the segment cannot be deleted).
+CREATE TABLE IF NOT EXISTS feature_strategy_segments (
+    strategy_id TEXT NOT NULL REFERENCES feature_strategies (id),
+    segment_id  INTEGER NOT NULL REFERENCES segments (id),
+    PRIMARY KEY (strategy_id, segment_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS feature_strategy_segments_segment
+    ON feature_strategy_segments (segment_id, strategy_id);
+
+-- A flag's variants in one environment (PUT .../variants-batch), normalised and sorted by name:
+-- [{name, weight, weightType, stickiness, payload?, overrides?}].
+CREATE TABLE IF NOT EXISTS feature_variants (
+    feature_name TEXT NOT NULL REFERENCES features (name),
+    environment  TEXT NOT NULL REFERENCES environments (name),
+    variants     TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (feature_name, environment)
+) WITHOUT ROWID;
+
+-- A flag's dependency on its one parent (same project, one level). enabled 0: the parent must
+-- be off; variants: JSON array of the parent's variant names, or NULL.
+CREATE TABLE IF NOT EXISTS feature_dependencies (
+    child    TEXT PRIMARY KEY REFERENCES features (name),
+    parent   TEXT NOT NULL REFERENCES features (name),
+    enabled  INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+    variants TEXT,
+    CHECK (child <> parent)
+);
+CREATE INDEX IF NOT EXISTS feature_dependencies_parent ON feature_dependencies (parent);
+
+-- ==== Roles and their permissions (schema version 11) ===================================
+-- Project roles: Owner and Member built in, custom ones declared with `flagadmin role create`.
+-- A permission of role_permissions with environment '' holds in every environment.
+CREATE TABLE IF NOT EXISTS roles (
+    name        TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 100),
+    description TEXT,
+    built_in    INTEGER NOT NULL DEFAULT 0 CHECK (built_in IN (0, 1)),
+    created_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS role_permissions (
+    role        TEXT NOT NULL REFERENCES roles (name),
+    permission  TEXT NOT NULL CHECK (length(permission) BETWEEN 1 AND 100),
+    environment TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (role, permission, environment)
+) WITHOUT ROWID;
+
+-- ==== SDK traffic: applications, instances, metrics (schema version 11) ==================
+-- Written in batches off the request path (flagadmin.clients), never by a request itself.
+CREATE TABLE IF NOT EXISTS client_applications (
+    app_name    TEXT PRIMARY KEY CHECK (length(app_name) BETWEEN 1 AND 255),
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    created_by  TEXT,
+    description TEXT,
+    url         TEXT,
+    color       TEXT,
+    icon        TEXT,
+    strategies  TEXT NOT NULL DEFAULT '[]',
+    announced   INTEGER NOT NULL DEFAULT 0 CHECK (announced IN (0, 1))
+);
+CREATE TABLE IF NOT EXISTS client_instances (
+    app_name    TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    environment TEXT NOT NULL DEFAULT 'default',
+    sdk_version TEXT,
+    sdk_type    TEXT,
+    client_ip   TEXT,
+    created_at  TEXT NOT NULL,
+    last_seen   TEXT NOT NULL,
+    PRIMARY KEY (app_name, instance_id, environment)
+) WITHOUT ROWID;
+-- Which projects and environments each application reads (applications' usage).
+CREATE TABLE IF NOT EXISTS client_application_usage (
+    app_name    TEXT NOT NULL,
+    project     TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    PRIMARY KEY (app_name, project, environment)
+) WITHOUT ROWID;
+-- Hourly counts per flag, application and environment (hour: RFC 3339 of the hour's start).
+-- variants: {name: count} as JSON text.
+CREATE TABLE IF NOT EXISTS client_metrics (
+    feature_name TEXT NOT NULL,
+    app_name     TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    hour         TEXT NOT NULL,
+    yes          INTEGER NOT NULL DEFAULT 0 CHECK (yes >= 0),
+    no           INTEGER NOT NULL DEFAULT 0 CHECK (no >= 0),
+    variants     TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (feature_name, app_name, environment, hour)
+) WITHOUT ROWID;
+-- Names reported in metrics that are no flag (the reference's unknown flags).
+CREATE TABLE IF NOT EXISTS unknown_flags (
+    name         TEXT NOT NULL,
+    app_name     TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    last_seen_at TEXT NOT NULL,
+    PRIMARY KEY (name, app_name, environment)
+) WITHOUT ROWID;

@@ -25,7 +25,7 @@ from ..timestamps import now_rfc3339
 from .engine import Connection, StoreError, connect
 
 #: Version of the schema this code writes and reads, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 #: Tables whose every write moves the content version (``settings.content_version``).
 CONTENT_TABLES = (
@@ -158,6 +158,8 @@ MIGRATIONS: tuple[str, ...] = (
     # is stated only beside an email; REBUILDS[10] then builds users again with those rules.
     "UPDATE users SET active = 1 WHERE active IS NULL;"
     "UPDATE users SET email_primary = NULL WHERE email IS NULL;",
+    # 10 -> 11: rollout rules, roles and SDK traffic: new tables, which schema.sql makes.
+    "",
 )
 
 #: Upgrades that need what ``schema.sql`` (or ``schema.postgresql.sql``) makes: for version N,
@@ -320,6 +322,8 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     "ALTER TABLE users DROP CONSTRAINT IF EXISTS users_email_primary_needs_email;"
     "ALTER TABLE users ADD CONSTRAINT users_email_primary_needs_email"
     " CHECK (email IS NOT NULL OR email_primary IS NULL);",
+    # 10 -> 11: as on SQLite, new tables only.
+    "",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts
