@@ -34,8 +34,11 @@ def sees_project(conn: Connection, caller: Caller, project_id: str) -> bool:
     return caller.sees_all_projects or bool(project_roles(conn, caller.user_id, project_id))
 
 
-def require(conn: Connection, caller: Caller, project_id: str, permission: str | None) -> None:
-    """Check that ``caller`` holds ``permission`` in ``project_id`` (None: may see its flags).
+def require(
+    conn: Connection, caller: Caller, project_id: str, permission: str | None, environment: str | None = None
+) -> None:
+    """Check that ``caller`` holds ``permission`` in ``project_id`` (None: may see its flags),
+    in ``environment`` for a permission granted per environment.
 
     :raise Forbidden: she does not; the message names the permission and the project.
     """
