@@ -557,6 +557,8 @@ CREATE TABLE IF NOT EXISTS segments (
     created_at  TEXT NOT NULL,
     created_by  TEXT
 );
+-- Segment names are unique (the reference refuses a second one with 409).
+CREATE UNIQUE INDEX IF NOT EXISTS segments_name ON segments (name);
 
 -- A flag environment's strategies, in sort_order then id. id is a UUID (as the reference's).
 -- parameters: {name: string}; constraints as segments'; variants: [{name, weight, weightType,

@@ -18,6 +18,7 @@ from . import (
     personal_dashboard,
     scim,
     scim_token,
+    segments,
     ui_config,
 )
 
@@ -36,6 +37,8 @@ BLUEPRINTS = (
     addons.bp,
     # What SCIM groups grant (the SCIM service provider itself is scim.bp).
     group_roles.bp,
+    # Rollout rules: segments.
+    segments.bp,
 )
 
 

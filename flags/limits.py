@@ -14,9 +14,14 @@ limit               counted, and checked on
 ``environments``    the install's environments; ``flagadmin environment add``
 ``apiTokens``       admin API tokens neither revoked nor expired (personal access tokens
                     are not counted, spec 8.4); ``flagadmin create-token --admin``
+``segments``        segments, global and of every project; ``POST /api/admin/segments``
 ==================  =====================================================================
 
-The other limits (segments, strategies, constraints, action sets, signals) bound objects
+Per-object limits are checked where the object is written: ``segmentValues`` (the values of
+one segment's constraints) and ``strategySegments`` (the segments one strategy uses) by
+:mod:`flagadmin.rules.segments`.
+
+The other limits (strategies, constraints, action sets, signals) bound objects
 flagadmin does not have: they are shown only. A create past a limit is refused with
 :class:`~flagadmin.refusals.Invalid` (400) naming the limit, its value and how to raise it, as
 the reference server refuses it (400, "Failed to create ...").
@@ -36,6 +41,7 @@ COUNTED: dict[str, str] = {
     "projects": "projects",
     "environments": "environments",
     "apiTokens": "admin API tokens in use (personal access tokens are not counted)",
+    "segments": "segments (global and of every project)",
 }
 
 

@@ -613,6 +613,8 @@ CREATE TABLE IF NOT EXISTS segments (
     created_at  TEXT NOT NULL,
     created_by  TEXT
 );
+-- Segment names are unique (the reference refuses a second one with 409).
+CREATE UNIQUE INDEX IF NOT EXISTS segments_name ON segments (name);
 CREATE TABLE IF NOT EXISTS feature_strategies (
     id                 TEXT PRIMARY KEY,
     feature_name       TEXT NOT NULL REFERENCES features (name),
