@@ -10,6 +10,7 @@ from flask import Flask
 from . import (
     addons,
     archived_features,
+    dependencies,
     feature_archive,
     features,
     group_roles,
@@ -20,6 +21,7 @@ from . import (
     scim_token,
     segments,
     ui_config,
+    variants,
 )
 
 BLUEPRINTS = (
@@ -37,8 +39,10 @@ BLUEPRINTS = (
     addons.bp,
     # What SCIM groups grant (the SCIM service provider itself is scim.bp).
     group_roles.bp,
-    # Rollout rules: segments.
+    # Rollout rules: segments, a flag's variants, its dependency on a parent flag.
     segments.bp,
+    variants.bp,
+    dependencies.bp,
 )
 
 

@@ -151,6 +151,10 @@ class FlagEnvironmentSchema(Schema):
     enabled = fields.Boolean(required=True)
     sortOrder = fields.Integer()
     lastSeenAt = Timestamp(allow_none=True)
+    # by name: the schema is blueprints/variants.py's, which imports this module
+    variants = fields.List(
+        fields.Nested("FlagVariantSchema"), metadata={"description": "The flag's variants there, by name."}
+    )
 
 
 class FlagTagSchema(Schema):
@@ -184,6 +188,11 @@ class FlagSchema(Schema):
     createdBy = fields.Nested(FlagCreatorSchema)
     environments = fields.List(fields.Nested(FlagEnvironmentSchema))
     tags = fields.List(fields.Nested(FlagTagSchema), allow_none=True)
+    # by name: the schema is blueprints/dependencies.py's, which imports this module
+    dependencies = fields.List(
+        fields.Nested("FlagDependencySchema"), metadata={"description": "Its parent (none or one)."}
+    )
+    children = fields.List(fields.String(), metadata={"description": "The flags that depend on it, by name."})
 
 
 class ProjectFlagEnvironmentSchema(Schema):

@@ -18,7 +18,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..store import Connection
+from ..store import dependencies as store_dependencies
 from ..store import features as store_features
+from ..store import variants as store_variants
 
 
 def event_data(flag: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +101,10 @@ def feature_wire(
     rows = store_features.environments(conn, name) if environments is None else environments
     wire["environments"] = [_environment_wire(row, name) for row in rows]
     wire["tags"] = store_features.tags(conn, name) if tags is None else tags
+    variants = store_variants.by_environment(conn, name)
+    for environment in wire["environments"]:
+        environment["variants"] = variants.get(environment["name"], [])
+    wire["dependencies"], wire["children"] = store_dependencies.of_flag(conn, name)
     return wire
 
 

@@ -32,11 +32,23 @@ import math
 import re
 from typing import Any
 
+import jsonpatch
+import jsonpointer
 import orjson
 
+from .. import events
+from ..events import Actor
+from ..flags import access
+from ..flags.changes import LOCK
 from ..flags.names import name_problem
+from ..permissions.names import UPDATE_FEATURE_ENVIRONMENT_VARIANTS
 from ..records import as_json, json_kind
-from ..refusals import Invalid
+from ..refusals import Conflict, Forbidden, Invalid, NotFound
+from ..store import Connection
+from ..store import features as store_features
+from ..store import variants as store_variants
+from ..store.tokens import Caller
+from ..timestamps import Clock
 
 #: The total weight of a non-empty list of variants (weights are tenths of a percent).
 TOTAL_WEIGHT = 1000
@@ -235,3 +247,199 @@ def normalise(variants: Any, *, strategy: bool, field: str = "variants") -> list
     for i, variant in enumerate(variable):
         variant["weight"] = share + (1 if i < remainder else 0)
     return sorted(checked, key=lambda variant: name_order(variant["name"]))
+
+
+# --- a flag's variants per environment (PUT .../variants-batch, .../environments/{env}/variants)
+
+
+#: Who may change a flag's variants in an environment (granted per environment).
+PERMISSION = UPDATE_FEATURE_ENVIRONMENT_VARIANTS
+
+#: A JSON Patch may not make the variants' document larger than this (bytes of compact JSON):
+#: a ``copy`` doubles what it copies, and a body of such operations would otherwise grow it
+#: without end.
+MAX_PATCHED_BYTES = 256 * 1024
+
+
+def _flag_environments(conn: Connection, name: str) -> set[str]:
+    return {row["name"] for row in store_features.environments(conn, name)}
+
+
+def _record(
+    conn: Connection,
+    actor: Actor,
+    flag: dict[str, Any],
+    environment: str,
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    clock: Clock,
+) -> None:
+    events.record(
+        conn,
+        "feature-environment-variants-updated",
+        actor,
+        project=flag["project_id"],
+        environment=environment,
+        feature_name=flag["name"],
+        data={"variants": after},
+        pre_data={"variants": before},
+        clock=clock,
+    )
+
+
+def of_environment(
+    conn: Connection, caller: Caller, project_id: str, name: str, environment: str
+) -> dict[str, Any]:
+    """``featureVariantsSchema`` (``{version: 1, variants}``) of the flag in ``environment``.
+
+    :raise NotFound: no such project, flag in it, or environment of the flag.
+    :raise Forbidden: the caller cannot see the project.
+    """
+    flag = access.flag_in_project(conn, caller, project_id, name, None)
+    if environment not in _flag_environments(conn, flag["name"]):
+        raise NotFound(f'Flag "{name}" has no environment "{environment}".')
+    return {"version": 1, "variants": store_variants.of_environment(conn, name, environment)}
+
+
+def set_on_environments(
+    conn: Connection,
+    caller: Caller,
+    project_id: str,
+    name: str,
+    variants: Any,
+    environments: Any,
+    clock: Clock,
+) -> list[dict[str, Any]]:
+    """``PUT .../variants-batch``: make ``variants`` (as sent) the flag's variants in each of
+    ``environments`` (as sent: names of environments of the flag). Returns the variants as the
+    reference answers them: in the order they were sent, with their defaults and their shared
+    weights (the stored lists are sorted by name). Records ``feature-environment-variants-updated``
+    per environment whose variants changed.
+
+    :raise Invalid: no environments, an unknown one, or a variant breaks a rule (400 naming
+        the field); nothing is written.
+    :raise NotFound: no such project or flag in it.
+    :raise Forbidden: the caller lacks UPDATE_FEATURE_ENVIRONMENT_VARIANTS in one of the
+        environments (the message names it).
+    :raise Conflict: the flag is archived.
+    """
+    if environments is None or environments == []:
+        _refuse("environments", "No environments provided: name at least one environment of the flag")
+    if not isinstance(environments, list) or not all(isinstance(e, str) for e in environments):
+        _refuse("environments", f"must be an array of environment names; got {json_kind(environments)}")
+    stored = normalise(variants, strategy=False)
+    with conn.write(LOCK):
+        flag = access.flag_in_project(conn, caller, project_id, name, None)
+        known = _flag_environments(conn, name)
+        for i, environment in enumerate(environments):
+            if environment not in known:
+                _refuse(
+                    f"environments.{i}",
+                    f'flag "{name}" has no environment {as_json(environment)}; '
+                    f"it has {', '.join(sorted(known))}",
+                )
+        for environment in dict.fromkeys(environments):
+            access.require(
+                conn, caller, project_id, UPDATE_FEATURE_ENVIRONMENT_VARIANTS, environment=environment
+            )
+        access.refuse_archived(flag)
+        actor = Actor.of_caller(caller)
+        before = store_variants.by_environment(conn, name)
+        store_variants.set_variants(conn, name, dict.fromkeys(environments), orjson.dumps(stored).decode())
+        for environment in dict.fromkeys(environments):
+            _record(conn, actor, flag, environment, before.get(environment, []), stored, clock)
+    by_name = {variant["name"]: variant for variant in stored}
+    return [by_name[variant["name"]] for variant in variants or []]
+
+
+def _legacy_flag(conn: Connection, caller: Caller, project_id: str, name: str, environment: str) -> dict:
+    """The live flag of a PUT or PATCH of one environment's variants, once the caller may
+    change them.
+
+    :raise Forbidden: she may not, or the flag has no environment variants anywhere (the
+        reference's "deprecated" refusal: strategy variants replace them).
+    """
+    flag = access.flag_in_project(conn, caller, project_id, name, None)
+    if environment not in _flag_environments(conn, name):
+        raise NotFound(f'Flag "{name}" has no environment "{environment}".')
+    access.require(conn, caller, project_id, UPDATE_FEATURE_ENVIRONMENT_VARIANTS, environment=environment)
+    access.refuse_archived(flag)
+    if not store_variants.any_set(conn, name):
+        raise Forbidden(
+            f"Environment variants deprecated for feature: {name}. Use strategy variants instead "
+            "(PUT .../variants-batch still sets environment variants).",
+            permission=UPDATE_FEATURE_ENVIRONMENT_VARIANTS,
+            project=project_id,
+            environment=environment,
+        )
+    return flag
+
+
+def replace_on_environment(
+    conn: Connection,
+    caller: Caller,
+    project_id: str,
+    name: str,
+    environment: str,
+    variants: Any,
+    clock: Clock,
+) -> dict[str, Any]:
+    """``PUT .../environments/{env}/variants``: replace the flag's variants in ``environment``
+    with ``variants`` (as sent); ``featureVariantsSchema`` of what is stored. Records
+    ``feature-environment-variants-updated`` when they changed.
+
+    :raise Forbidden: the caller lacks UPDATE_FEATURE_ENVIRONMENT_VARIANTS there, or the flag
+        has no environment variants (see :func:`_legacy_flag`).
+    :raise Invalid: a variant breaks a rule.
+    :raise NotFound: no such project, flag or environment of the flag.
+    :raise Conflict: the flag is archived.
+    """
+    stored = normalise(variants, strategy=False)
+    with conn.write(LOCK):
+        flag = _legacy_flag(conn, caller, project_id, name, environment)
+        before = store_variants.of_environment(conn, name, environment)
+        store_variants.set_variants(conn, name, [environment], orjson.dumps(stored).decode())
+        _record(conn, Actor.of_caller(caller), flag, environment, before, stored, clock)
+    return {"version": 1, "variants": stored}
+
+
+def patch_on_environment(
+    conn: Connection,
+    caller: Caller,
+    project_id: str,
+    name: str,
+    environment: str,
+    operations: list[dict[str, Any]],
+    clock: Clock,
+) -> dict[str, Any]:
+    """``PATCH .../environments/{env}/variants``: apply a JSON Patch (RFC 6902) to the flag's
+    variants in ``environment`` (the stored list), then store the result as a PUT would.
+
+    :raise Invalid: an operation cannot be applied, or the result breaks a variant rule (400).
+    :raise Conflict: a ``test`` operation failed (nothing changed), or the flag is archived.
+    :raise Forbidden: as :func:`replace_on_environment`.
+    """
+    with conn.write(LOCK):
+        flag = _legacy_flag(conn, caller, project_id, name, environment)
+        before = store_variants.of_environment(conn, name, environment)
+        document: Any = before
+        for index, op in enumerate(operations):
+            where = f"Operation {index} ({op['op']} {op['path']})"
+            try:
+                document = jsonpatch.JsonPatch([op]).apply(document)
+            except jsonpatch.JsonPatchTestFailed as exc:
+                raise Conflict(f"{where} failed: its test does not hold. Nothing was changed.") from exc
+            except (
+                jsonpatch.JsonPatchException,
+                jsonpointer.JsonPointerException,
+                TypeError,
+                ValueError,
+            ) as exc:
+                message = f"Could not apply provided patch: {where} names nothing in the variants ({exc})."
+                raise Invalid(message, details=[f"{index}.path: {message}"]) from exc
+            if len(orjson.dumps(document)) > MAX_PATCHED_BYTES:
+                _refuse(f"{index}", f"makes the variants larger than {MAX_PATCHED_BYTES} bytes of JSON")
+        stored = normalise(document, strategy=False)
+        store_variants.set_variants(conn, name, [environment], orjson.dumps(stored).decode())
+        _record(conn, Actor.of_caller(caller), flag, environment, before, stored, clock)
+    return {"version": 1, "variants": stored}
