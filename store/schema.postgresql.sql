@@ -708,6 +708,10 @@ CREATE TABLE IF NOT EXISTS client_metrics (
     variants     TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (feature_name, app_name, environment, hour)
 );
+-- Pruning by age (client_metrics.py keeps two days) and the flags an application reported
+-- (its detail's seenToggles); neither moves when a flush adds to a row's counts.
+CREATE INDEX IF NOT EXISTS client_metrics_hour ON client_metrics (hour);
+CREATE INDEX IF NOT EXISTS client_metrics_app ON client_metrics (app_name, feature_name);
 CREATE TABLE IF NOT EXISTS unknown_flags (
     name         TEXT NOT NULL,
     app_name     TEXT NOT NULL,
