@@ -483,6 +483,15 @@ SETTINGS: tuple[Setting, ...] = (
         "integration_events_max_age",
         float,
     ),
+    Setting(
+        "FLAGADMIN_CLIENT_METRICS_FLUSH_INTERVAL",
+        "2",
+        _seconds(0.05, 300.0),
+        "seconds between two writes of what SDKs reported (metrics, registrations, lastSeenAt), "
+        "gathered in memory meanwhile (0.05 to 300)",
+        "client_metrics_flush_interval",
+        float,
+    ),
 )
 
 

@@ -22,6 +22,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from .. import events, refusals, serving
 from ..app import create_app
+from ..clients.writer import Writer
 from ..config import Settings, SettingsError, settings_from_env
 from ..integrations.worker import Worker
 from ..seed import documents
@@ -226,6 +227,8 @@ def serve(
     click.echo(f"{version_message()} serving {shown(database)} on http://{host}:{port}{base_uri_path}/")
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     worker = Worker(database, settings, threads=delivery_workers, room=wsgi.wait_for_room).start()
+    # What SDKs report is written in batches by one thread (see clients/metrics.py).
+    reports = Writer(state(app).client_metrics, state(app).settings.client_metrics_flush_interval).start()
     try:
         serving.serve(
             wsgi,
@@ -243,6 +246,7 @@ def serve(
         raise click.ClickException(message) from exc
     finally:
         worker.stop()
+        reports.stop()  # with a last write of what SDKs reported since the previous one
         state(app).token_uses.flush()  # the token uses noted in the last second
 
 

@@ -90,6 +90,9 @@ class AppState:
     busy_timeout_ms: int | None = None
     #: Token uses noted by requests, written in batches (:class:`~flagadmin.web.token_uses.TokenUses`).
     token_uses: TokenUses | None = None
+    #: What SDKs reported, written in batches (:class:`flagadmin.clients.metrics.Aggregator`;
+    #: ``serve`` starts its writer thread, :class:`flagadmin.clients.writer.Writer`).
+    client_metrics: Any = None
     #: On PostgreSQL, the process's connection pool (:class:`~flagadmin.store.postgresql.PostgresDatabase`);
     #: None on SQLite, where each thread keeps its own connection in ``connections``.
     pool: Any = None
