@@ -169,20 +169,20 @@ def validate_segment(caller, conn, body):
 
 @operation(
     bp,
-    "/segments/<id>",
+    "/segments/<int:id>",
     section=SECTION,
     summary="Get a segment",
     response=AdminSegmentSchema(),
     path=SEGMENT_ID,
 )
-def get_segment(caller, conn, id: str):
+def get_segment(caller, conn, id: int):
     """One segment; 404 when none the caller sees has the id."""
     return segments.get(conn, caller, id)
 
 
 @operation(
     bp,
-    "/segments/<id>",
+    "/segments/<int:id>",
     method="PUT",
     section=SECTION,
     summary="Replace a segment",
@@ -193,7 +193,7 @@ def get_segment(caller, conn, id: str):
     permission=_segment_permission(UPDATE_SEGMENT),
     statuses=(409,),
 )
-def update_segment(caller, conn, id: str, body):
+def update_segment(caller, conn, id: int, body):
     """Replace the segment's name, description, project (left out: global) and constraints
     (204, no body). 400 as a create; 400 too when strategies of another project use it and it
     would become a segment of ``project``; 409 when the new name is taken. Records
@@ -204,7 +204,7 @@ def update_segment(caller, conn, id: str, body):
 
 @operation(
     bp,
-    "/segments/<id>",
+    "/segments/<int:id>",
     method="DELETE",
     section=SECTION,
     summary="Delete a segment",
@@ -214,7 +214,7 @@ def update_segment(caller, conn, id: str, body):
     permission=_segment_permission(DELETE_SEGMENT),
     statuses=(409,),
 )
-def delete_segment(caller, conn, id: str):
+def delete_segment(caller, conn, id: int):
     """Delete the segment (204, no body). 409 naming the flags whose strategies use it; 404
     for an unknown id (the reference answers 204). Records ``segment-deleted``."""
     segments.delete(conn, caller, id, state().clock)
@@ -222,13 +222,13 @@ def delete_segment(caller, conn, id: str):
 
 @operation(
     bp,
-    "/segments/<id>/strategies",
+    "/segments/<int:id>/strategies",
     section=SECTION,
     summary="List the strategies that use a segment",
     response=SegmentStrategiesSchema(),
     path=SEGMENT_ID,
 )
-def get_segment_strategies(caller, conn, id: str):
+def get_segment_strategies(caller, conn, id: int):
     """The strategies that use the segment, in the projects the caller sees, by flag and
     environment."""
     return segments.strategies(conn, caller, id)

@@ -57,13 +57,15 @@ def _refuse(field: str, problem: str) -> None:
     raise Invalid(f"{field}: {problem}", details=[f"{field}: {problem}"])
 
 
-def segment_id(text: str) -> int:
-    """The segment id that path text ``text`` names.
+def segment_id(text: str | int) -> int:
+    """The segment id that path text ``text`` names (the route's digits, as text or int).
 
     :raise NotFound: it names none (not a decimal integer from 1 to 2^63-1)."""
-    if _DECIMAL.fullmatch(text) and 0 < int(text) <= MAX_ID:
+    if isinstance(text, int) and 0 < text <= MAX_ID:
+        return text
+    if isinstance(text, str) and _DECIMAL.fullmatch(text) and 0 < int(text) <= MAX_ID:
         return int(text)
-    raise NotFound(f"There is no segment {text[:100]!r}: a segment id is a decimal integer.")
+    raise NotFound(f"There is no segment {str(text)[:100]}: a segment id is a decimal integer from 1.")
 
 
 def wire(row: Mapping[str, Any], *, use: bool = True) -> dict[str, Any]:
@@ -123,7 +125,7 @@ def list_segments(conn: Connection, caller: Caller) -> dict[str, Any]:
     return {"segments": [wire(row) for row in rows if _sees(conn, caller, row)]}
 
 
-def get(conn: Connection, caller: Caller, text_id: str) -> dict[str, Any]:
+def get(conn: Connection, caller: Caller, text_id: str | int) -> dict[str, Any]:
     """One segment (``adminSegmentSchema``) by the id of its path.
 
     :raise NotFound: none the caller sees has that id."""
@@ -137,7 +139,7 @@ def of_strategy(conn: Connection, caller: Caller, strategy_id: str) -> dict[str,
     return {"segments": [wire(row) for row in rows if _sees(conn, caller, row)]}
 
 
-def strategies(conn: Connection, caller: Caller, text_id: str) -> dict[str, Any]:
+def strategies(conn: Connection, caller: Caller, text_id: str | int) -> dict[str, Any]:
     """``segmentStrategiesSchema``: the strategies that use the segment, of the projects the
     caller sees (``changeRequestStrategies`` always empty: flagadmin has no change requests).
 
@@ -239,7 +241,7 @@ def create(
 def update(
     conn: Connection,
     caller: Caller,
-    text_id: str,
+    text_id: str | int,
     body: Mapping[str, Any],
     clock: Clock,
     limits: Mapping[str, int] | None = None,
@@ -290,7 +292,7 @@ def update(
         )
 
 
-def delete(conn: Connection, caller: Caller, text_id: str, clock: Clock) -> None:
+def delete(conn: Connection, caller: Caller, text_id: str | int, clock: Clock) -> None:
     """Delete the segment. Records ``segment-deleted`` (``preData``: the segment).
 
     :raise NotFound: no segment the caller sees has that id.
