@@ -18,7 +18,7 @@ from flagadmin.rules import dependencies as rule_dependencies
 from flagadmin.store import dependencies as store_dependencies
 from flagadmin.timestamps import SYSTEM_CLOCK
 
-from flag_helpers import assert_reference, flag_path, last_event_id, recorded
+from flag_helpers import assert_reference, example_of, flag_path, last_event_id, recorded
 from helpers import auth
 
 
@@ -206,3 +206,11 @@ def test_store__delete_flag_clears_both_sides(client, alice, db):
     with db.write():
         store_dependencies.delete_flag(db, "checkout-v2")
     assert rows(db) == []
+
+
+def test_add__body_built_from_the_reference_schema__200(client, alice, db):
+    body = {**example_of("createDependentFeatureSchema"), "feature": "checkout-v2"}
+    assert_reference(body, "createDependentFeatureSchema")
+    response = client.post(dependencies_path("dark-mode"), json=body, headers=auth(alice))
+    assert response.status_code == 200, response.get_json()
+    assert_reference(flag(client, alice, "dark-mode")["dependencies"][0], "dependentFeatureSchema")

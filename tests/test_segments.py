@@ -21,7 +21,7 @@ from flagadmin.store import projects as store_projects
 from flagadmin.store import segments as store_segments
 from flagadmin.store import users as store_users
 
-from flag_helpers import assert_reference, flag_path, last_event_id, recorded
+from flag_helpers import assert_reference, example_of, flag_path, last_event_id, recorded
 from helpers import auth
 
 SEGMENTS = "/api/admin/segments"
@@ -393,3 +393,11 @@ def test_stored_constraints_are_compact_json(client, alice, db):
     segment = create(client, alice).get_json()
     text = db.value("SELECT constraints FROM segments WHERE id = ?", [segment["id"]])
     assert text == orjson.dumps(orjson.loads(text)).decode()
+
+
+def test_create__body_built_from_the_reference_schema__201(client, alice):
+    body = {**example_of("upsertSegmentSchema"), "project": "default"}
+    assert_reference(body, "upsertSegmentSchema")
+    response = create(client, alice, body)
+    assert response.status_code == 201, response.get_json()
+    assert_reference(response.get_json(), "adminSegmentSchema")

@@ -18,7 +18,7 @@ from flagadmin.rules.variants import name_order, normalise
 from flagadmin.store import projects as store_projects
 from flagadmin.store import users as store_users
 
-from flag_helpers import assert_reference, flag_path, last_event_id, recorded
+from flag_helpers import assert_reference, example_of, flag_path, last_event_id, recorded
 from helpers import auth
 
 FLAG = "checkout-v2"
@@ -390,3 +390,12 @@ def test_patch__copies_that_double_the_document__400(client, alice, db):
     response = client.patch(env_variants("production"), json=doubling, headers=auth(alice))
     assert response.status_code == 400
     assert last_event_id(db) == before
+
+
+def test_batch__body_built_from_the_reference_schema__200(client, alice):
+    body = {**example_of("pushVariantsSchema"), "environments": ["production"]}
+    assert_reference(body, "pushVariantsSchema")
+    response = client.put(BATCH, json=body, headers=auth(alice))
+    assert response.status_code == 200, response.get_json()
+    assert_reference(response.get_json(), "featureVariantsSchema")
+    assert response.get_json()["variants"][0]["overrides"] == body["variants"][0]["overrides"]
