@@ -176,18 +176,32 @@ CREATE TABLE IF NOT EXISTS integration_events (
     CHECK (log_key % 1099511627776 = seq)
 );
 
--- API tokens (spec 5). Only the SHA-256 digest of a token is stored.
+-- API tokens (spec 5). Only the SHA-256 digest of a token is stored. kind: admin (the admin
+-- API, as Admin), personal (the admin API, as its user), client (the Client API of backend
+-- SDKs) or frontend (the Frontend API); type is the reference server's name of an API token's
+-- kind as it was created (a client token made as "backend" stays "backend"; NULL for personal
+-- tokens). A client or frontend token reads one environment, and the projects of the JSON list
+-- projects (NULL: every project). Schema version 11 added type, environment and projects
+-- (REBUILDS[11] builds the table again on an upgrade).
 CREATE TABLE IF NOT EXISTS api_tokens (
     id           INTEGER PRIMARY KEY,
     digest       TEXT NOT NULL UNIQUE CHECK (length(digest) = 64),
-    kind         TEXT NOT NULL CHECK (kind IN ('admin', 'personal')),
+    kind         TEXT NOT NULL CHECK (kind IN ('admin', 'personal', 'client', 'frontend')),
     user_id      INTEGER REFERENCES users (id),
     name         TEXT NOT NULL,
     created_at   TEXT NOT NULL,
     last_used_at TEXT,
     expires_at   TEXT,
     revoked_at   TEXT,
-    CHECK ((kind = 'admin') = (user_id IS NULL))
+    type         TEXT,
+    environment  TEXT,
+    projects     TEXT,
+    CHECK ((kind = 'personal') = (user_id IS NOT NULL)),
+    CHECK (CASE kind WHEN 'personal' THEN type IS NULL
+                     WHEN 'client' THEN type IN ('client', 'backend')
+                     ELSE type = kind END),
+    CHECK ((kind IN ('client', 'frontend')) = (environment IS NOT NULL)),
+    CHECK (projects IS NULL OR (kind IN ('client', 'frontend') AND json_valid(projects)))
 );
 
 -- SCIM tokens (spec 4.5). Only digests are stored; the partial unique index lets at most
@@ -518,7 +532,7 @@ CREATE TRIGGER IF NOT EXISTS favorite_features_delete_content_version AFTER DELE
 -- or change whom it acts as: a token revoked, re-dated or removed, a user's root role changed
 -- or the user removed (a new token invalidates nothing: unknown tokens are never kept). A token found valid stays valid while it does not move.
 CREATE TRIGGER IF NOT EXISTS api_tokens_update_credentials_version
-    AFTER UPDATE OF digest, kind, user_id, expires_at, revoked_at ON api_tokens
+    AFTER UPDATE OF digest, kind, user_id, expires_at, revoked_at, environment, projects ON api_tokens
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;
 CREATE TRIGGER IF NOT EXISTS api_tokens_delete_credentials_version AFTER DELETE ON api_tokens
     BEGIN UPDATE settings SET value = value + 1 WHERE key = 'credentials_version'; END;

@@ -216,6 +216,49 @@ def _rebuild_group_project_roles(conn: Connection) -> None:
         conn.run(statement)
 
 
+#: The columns of ``api_tokens`` before schema version 11, which every older database has.
+_API_TOKEN_COLUMNS_10 = "id, digest, kind, user_id, name, created_at, last_used_at, expires_at, revoked_at"
+
+
+def _rebuild_api_tokens(conn: Connection) -> None:
+    """11: ``api_tokens`` built again with the kinds ``client`` and ``frontend`` and the columns
+    ``type``, ``environment`` and ``projects`` (an API token's reference type and scope). SQL,
+    as :func:`_rebuild_group_project_roles`: the kind's CHECK is a column constraint and the
+    user's is replaced, neither of which ``table.transform()`` rewrites. Every row is copied
+    (an admin token's ``type`` is ``admin``); the triggers the drop takes are made again by
+    ``schema.sql``. A table that has the new columns already (a database made by this schema
+    and marked older, as the upgrade tests make them) keeps their values."""
+    columns = {row["name"] for row in conn.all("SELECT name FROM pragma_table_info('api_tokens')")}
+    if not columns:
+        return
+    scope = (
+        "type, environment, projects"
+        if {"type", "environment", "projects"} <= columns
+        else "CASE kind WHEN 'admin' THEN 'admin' END, NULL, NULL"
+    )
+    for statement in (
+        "CREATE TABLE api_tokens_v11 ("
+        " id INTEGER PRIMARY KEY,"
+        " digest TEXT NOT NULL UNIQUE CHECK (length(digest) = 64),"
+        " kind TEXT NOT NULL CHECK (kind IN ('admin', 'personal', 'client', 'frontend')),"
+        " user_id INTEGER REFERENCES users (id),"
+        " name TEXT NOT NULL, created_at TEXT NOT NULL, last_used_at TEXT, expires_at TEXT,"
+        " revoked_at TEXT, type TEXT, environment TEXT, projects TEXT,"
+        " CHECK ((kind = 'personal') = (user_id IS NOT NULL)),"
+        " CHECK (CASE kind WHEN 'personal' THEN type IS NULL"
+        " WHEN 'client' THEN type IN ('client', 'backend') ELSE type = kind END),"
+        " CHECK ((kind IN ('client', 'frontend')) = (environment IS NOT NULL)),"
+        " CHECK (projects IS NULL OR (kind IN ('client', 'frontend') AND json_valid(projects))))",
+        f"INSERT INTO api_tokens_v11 ({_API_TOKEN_COLUMNS_10}, type, environment, projects)"
+        f" SELECT {_API_TOKEN_COLUMNS_10}, {scope} FROM api_tokens ORDER BY id",
+        "DROP TABLE api_tokens",
+        "PRAGMA legacy_alter_table = ON",
+        "ALTER TABLE api_tokens_v11 RENAME TO api_tokens",
+        "PRAGMA legacy_alter_table = OFF",
+    ):
+        conn.run(statement)
+
+
 #: The table CHECK of ``users`` that an email's primary flag needs the email (schema version 10).
 EMAIL_PRIMARY_NEEDS_EMAIL = "email IS NOT NULL OR email_primary IS NULL"
 
@@ -224,6 +267,7 @@ EMAIL_PRIMARY_NEEDS_EMAIL = "email IS NOT NULL OR email_primary IS NULL"
 #: table took with it and the tables still missing), in the upgrade's one transaction.
 REBUILDS: dict[int, tuple[Callable[[Connection], None], ...]] = {
     10: (_rebuild_users, _rebuild_group_project_roles),
+    11: (_rebuild_api_tokens,),
 }
 
 
@@ -322,8 +366,26 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     "ALTER TABLE users DROP CONSTRAINT IF EXISTS users_email_primary_needs_email;"
     "ALTER TABLE users ADD CONSTRAINT users_email_primary_needs_email"
     " CHECK (email IS NOT NULL OR email_primary IS NULL);",
-    # 10 -> 11: as on SQLite, new tables only.
-    "",
+    # 10 -> 11: as on SQLite, new tables; and api_tokens takes the kinds client and frontend
+    # with their scope (type, environment, projects), its checks replaced by named ones (each
+    # dropped first if there, as in 9 -> 10).
+    "ALTER TABLE api_tokens ADD COLUMN IF NOT EXISTS type TEXT,"
+    " ADD COLUMN IF NOT EXISTS environment TEXT, ADD COLUMN IF NOT EXISTS projects TEXT;"
+    "UPDATE api_tokens SET type = 'admin' WHERE kind = 'admin' AND type IS NULL;"
+    "ALTER TABLE api_tokens DROP CONSTRAINT IF EXISTS api_tokens_check,"
+    " DROP CONSTRAINT IF EXISTS api_tokens_kind_check,"
+    " DROP CONSTRAINT IF EXISTS api_tokens_user_of_personal,"
+    " DROP CONSTRAINT IF EXISTS api_tokens_type_of_kind,"
+    " DROP CONSTRAINT IF EXISTS api_tokens_environment_of_kind,"
+    " DROP CONSTRAINT IF EXISTS api_tokens_projects_of_kind;"
+    "ALTER TABLE api_tokens"
+    " ADD CONSTRAINT api_tokens_kind_check CHECK (kind IN ('admin', 'personal', 'client', 'frontend')),"
+    " ADD CONSTRAINT api_tokens_user_of_personal CHECK ((kind = 'personal') = (user_id IS NOT NULL)),"
+    " ADD CONSTRAINT api_tokens_type_of_kind CHECK (CASE kind WHEN 'personal' THEN type IS NULL"
+    " WHEN 'client' THEN type IN ('client', 'backend') ELSE type = kind END),"
+    " ADD CONSTRAINT api_tokens_environment_of_kind"
+    " CHECK ((kind IN ('client', 'frontend')) = (environment IS NOT NULL)),"
+    " ADD CONSTRAINT api_tokens_projects_of_kind CHECK (projects IS NULL OR kind IN ('client', 'frontend'));",
 )
 
 #: Name of the session advisory lock under which PostgreSQL schema upgrades run, so that hosts

@@ -1,9 +1,15 @@
-"""Authentication and permissions of the admin API (spec 5, 7).
+"""Authentication and permissions of the admin API (spec 5, 7) and of the SDKs' APIs.
 
-The ``Authorization`` header holds an API token, raw or as ``Bearer <token>``. Admin API tokens
-act as root role Admin; personal access tokens act as their user. Decisions flagadmin makes
-where the spec is silent: the ADMIN permission means root role Admin; a project is visible to
-Admins and Editors, and to anyone with a role in it.
+The ``Authorization`` header holds an API token, raw (as the SDKs send it) or as ``Bearer
+<token>``. Admin API tokens act as root role Admin; personal access tokens act as their user.
+Decisions flagadmin makes where the spec is silent: the ADMIN permission means root role
+Admin; a project is visible to Admins and Editors, and to anyone with a role in it.
+
+Which API takes which token, as the reference server decides it: a client token only the Client
+API (:data:`Permission.CLIENT`), a frontend token only the Frontend API
+(:data:`Permission.FRONTEND`), an admin or personal token only the admin API; a valid token on
+another API is refused with 403 ``invalid token: expected a different token type for this
+endpoint``, and no valid token on the SDKs' APIs with the reference server's 401 message.
 
 Maintenance mode (``FLAGADMIN_MAINTENANCE_MODE``, shown as ui-config's ``maintenanceMode``)
 is enforced here too, in :func:`refuse_writes_in_maintenance`, which :func:`require` runs for
@@ -44,6 +50,20 @@ HOW_TO_AUTHENTICATE = (
 )
 
 
+#: The token kinds the admin API takes (:attr:`Permission.token_kinds`' default).
+ADMIN_API_KINDS = ("admin", "personal")
+
+#: The reference server's 403 for a valid token sent to an API that takes another kind.
+WRONG_TOKEN_TYPE = "invalid token: expected a different token type for this endpoint"
+
+#: The reference server's 401 on the SDKs' APIs (no token, or one that is unknown, revoked or
+#: expired).
+SDK_TOKEN_REQUIRED = (
+    "This endpoint requires an API token. "
+    "Please add an authorization header to your request with a valid token"
+)
+
+
 @dataclass(frozen=True)
 class Permission:
     """What an operation needs of its caller, declared once with it (``operation(...,
@@ -57,18 +77,34 @@ class Permission:
     (``flagadmin.flags.access.require``, 403 naming the permission and the project), and
     :func:`require` lets it pass. ``project_permission`` is its name (the reference server's,
     e.g. ``CREATE_FEATURE``; None for seeing the project's flags).
+
+    ``token_kinds``: the kinds of token (``store.tokens.KINDS``) the operation takes at all,
+    :data:`ADMIN_API_KINDS` but for the SDKs' APIs; :func:`require` refuses any other kind
+    with 403 :data:`WRONG_TOKEN_TYPE`.
     """
 
     value: str
     per_project: bool = False
     project_permission: str | None = None
+    token_kinds: tuple[str, ...] = ADMIN_API_KINDS
 
-    #: Any valid API token (spec 4.3, 4.4).
+    #: Any valid token of the admin API, admin or personal (spec 4.3, 4.4).
     ANY: ClassVar[Permission]
     #: Root role Admin: an admin API token, or a personal token of an Admin (spec 4.1, 4.5).
     ADMIN: ClassVar[Permission]
     #: A personal access token: the operation is about the calling user (spec 4.2).
     USER: ClassVar[Permission]
+    #: A client (backend) token: the Client API (``/api/client``), which backend SDKs read.
+    CLIENT: ClassVar[Permission]
+    #: A frontend token: the Frontend API (``/api/frontend``).
+    FRONTEND: ClassVar[Permission]
+    #: A frontend or client token (OFREP, ``/ofrep/v1``).
+    CLIENT_OR_FRONTEND: ClassVar[Permission]
+
+    @property
+    def for_sdks(self) -> bool:
+        """True for the SDKs' APIs (the operation takes no admin or personal token)."""
+        return not set(self.token_kinds) & set(ADMIN_API_KINDS)
 
     @classmethod
     def in_project(cls, name: str | None, project: str = "the path's project") -> Permission:
@@ -83,6 +119,11 @@ class Permission:
 Permission.ANY = Permission("any valid API token")
 Permission.ADMIN = Permission("the ADMIN permission")
 Permission.USER = Permission("a personal access token")
+Permission.CLIENT = Permission("a client (backend) API token", token_kinds=("client",))
+Permission.FRONTEND = Permission("a frontend API token", token_kinds=("frontend",))
+Permission.CLIENT_OR_FRONTEND = Permission(
+    "a frontend or client (backend) API token", token_kinds=("client", "frontend")
+)
 
 
 def bearer_token(header: str | None) -> str:
@@ -124,14 +165,15 @@ class _KnownCaller:
     size: int = 300
 
 
-def authenticate(conn: Connection) -> Caller:
+def authenticate(conn: Connection, permission: Permission | None = None) -> Caller:
     """Return the :class:`Caller` of the current request.
 
     The token is looked up by its digest. A token found valid is kept in the app's ``callers``
     cache until the credentials version moves (a revocation, a new expiry, a role change,
     from any process) or its own expiry passes, so a revoked or expired token is refused by
     the very next request. A failure counts against the client address; a valid token is
-    never throttled.
+    never throttled. ``permission``: what the operation needs (None: the one declared with
+    the request's view, if any); on the SDKs' APIs a 401 says :data:`SDK_TOKEN_REQUIRED`.
 
     :raise AuthenticationRequired: no valid, unexpired, unrevoked API token (spec 5.2).
     :raise TooManyRequestsError: no valid token, and the address has failed too often lately.
@@ -145,13 +187,23 @@ def authenticate(conn: Connection) -> Caller:
         known = app_state.caches.callers.get(key)
         if known is None or not _still_valid(known, version, clock.time()):
             known = app_state.caches.callers.put(key, _look_up(conn, token, version, app_state))
-    except AuthenticationRequired:
+    except AuthenticationRequired as exc:
         app_state.throttle.failed(request.remote_addr or "-")
+        if (permission or _declared_permission()).for_sdks:
+            raise AuthenticationRequired(SDK_TOKEN_REQUIRED, headers=exc.headers) from None
         raise
     if clock.monotonic() >= known.touch_due:
         known.touch_due = clock.monotonic() + tokens.LAST_USED_GRANULARITY_S
         app_state.token_uses.record(known.caller.token_id, clock.now_rfc3339())
     return known.caller
+
+
+def _declared_permission() -> Permission:
+    """The permission declared with the view of the current request
+    (:func:`~flagadmin.web.operations.operation`), or :data:`Permission.ANY`."""
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    declared = getattr(view, "operation", None)
+    return declared.permission if declared is not None else Permission.ANY
 
 
 def _still_valid(known: _KnownCaller, credentials_version: int, now: float) -> bool:
@@ -227,9 +279,20 @@ def require(caller: Caller, permission: Permission) -> None:
     permission passes: the domain checks it once it knows the project, see
     :class:`Permission`). Every declared operation calls it once the caller is authenticated.
 
+    First the token's kind: an operation takes only the kinds of its
+    :attr:`Permission.token_kinds` (a client token only the Client API, a frontend token only
+    the Frontend API, admin and personal tokens only the admin API). Then maintenance mode,
+    for the admin API only: the SDKs' traffic (metrics, registrations) is not an edit.
+
+    :raise NoAccessError: the token is of a kind the operation does not take
+        (:data:`WRONG_TOKEN_TYPE`), or the permission is missing; the message names it (spec
+        5.3, 7).
     :raise Unavailable: a write in maintenance mode (:func:`refuse_writes_in_maintenance`).
-    :raise NoAccessError: the permission is missing; the message names it (spec 5.3, 7).
     """
+    if caller.kind not in permission.token_kinds:
+        raise NoAccessError(WRONG_TOKEN_TYPE)
+    if permission.for_sdks:
+        return
     refuse_writes_in_maintenance()
     if permission is Permission.ADMIN and caller.root_role != "Admin":
         raise NoAccessError(
