@@ -15,13 +15,17 @@ limit               counted, and checked on
 ``apiTokens``       admin API tokens neither revoked nor expired (personal access tokens
                     are not counted, spec 8.4); ``flagadmin create-token --admin``
 ``segments``        segments, global and of every project; ``POST /api/admin/segments``
+``featureEnvironmentStrategies``
+                    a flag's strategies in one environment; a strategy add
 ==================  =====================================================================
 
 Per-object limits are checked where the object is written: ``segmentValues`` (the values of
 one segment's constraints) and ``strategySegments`` (the segments one strategy uses) by
-:mod:`flagadmin.rules.segments`.
+:mod:`flagadmin.rules.segments`; ``constraints`` (the constraints of one strategy or segment)
+and ``constraintValues`` (the values of one constraint) by :mod:`flagadmin.rules.constraints`,
+with :func:`over_problem`.
 
-The other limits (strategies, constraints, action sets, signals) bound objects
+The other limits (action sets, signals) bound objects
 flagadmin does not have: they are shown only. A create past a limit is refused with
 :class:`~flagadmin.refusals.Invalid` (400) naming the limit, its value and how to raise it, as
 the reference server refuses it (400, "Failed to create ...").
@@ -42,6 +46,7 @@ COUNTED: dict[str, str] = {
     "environments": "environments",
     "apiTokens": "admin API tokens in use (personal access tokens are not counted)",
     "segments": "segments (global and of every project)",
+    "featureEnvironmentStrategies": "strategies of the flag in this environment",
 }
 
 
@@ -79,3 +84,19 @@ def refuse_past(limit: str, existing: int, limits: Mapping[str, int] | None, wha
         f"(FLAGADMIN_RESOURCE_LIMITS='{{\"{limit}\": {max(value * 2, 1)}}}', then a restart)."
     )
     raise Invalid(message)
+
+
+def over_problem(
+    limit: str, count: int, limits: Mapping[str, int] | None, field: str, what: str
+) -> str | None:
+    """The problem (a message naming ``field``) when ``field`` holds ``count`` of ``what``
+    (e.g. "constraints"), more than ``limit`` allows in one object; None when within it.
+    ``limits``: the instance's resource limits (None: :func:`from_environment`)."""
+    value = limit_of(limit, limits)
+    if count <= value:
+        return None
+    return (
+        f"{field}: holds {count} {what}, past the {limit} resource limit of {value}: send at most "
+        f"{value}, or have an operator raise the limit (FLAGADMIN_RESOURCE_LIMITS="
+        f"'{{\"{limit}\": {max(value * 2, count)}}}', then a restart)"
+    )
