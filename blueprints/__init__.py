@@ -9,6 +9,7 @@ from flask import Flask
 
 from . import (
     addons,
+    api_tokens,
     archived_features,
     dependencies,
     feature_archive,
@@ -39,6 +40,8 @@ BLUEPRINTS = (
     addons.bp,
     # What SCIM groups grant (the SCIM service provider itself is scim.bp).
     group_roles.bp,
+    # API tokens for the SDKs (the reference server's /api/admin/api-tokens).
+    api_tokens.bp,
     # Rollout rules: segments, a flag's variants, its dependency on a parent flag.
     segments.bp,
     variants.bp,

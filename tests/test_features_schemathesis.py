@@ -20,8 +20,9 @@ from schemathesis.config import SchemathesisConfig
 from flagadmin.store import connect
 from flagadmin.store import features as store_features
 
-#: The routes of the flag changes (4.4's own GET /api/admin/archive/features is tested elsewhere).
-FLAG_ROUTES = r"^/api/admin/(projects/|features/validate|archive/(revive/|(?!features$)))"
+#: The routes of the flag changes (4.4's own GET /api/admin/archive/features is tested elsewhere;
+#: a project's API tokens in test_api_tokens.py).
+FLAG_ROUTES = r"^/api/admin/(projects/(?![^/]+/api-tokens)|features/validate|archive/(revive/|(?!features$)))"
 
 CONFIG = {
     # No field takes a NUL character (a 400 says so, test_errors.py): not generated here.
