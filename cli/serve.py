@@ -3,8 +3,9 @@ integrations with background threads; ``deliver`` runs the same delivery loop al
 ``serve --delivery-workers 0``, or once from cron).
 
 ``serve`` is written as named steps, in the order it takes them: check the options, read the
-settings, prepare the database (demo data, admin token), build the app, warm it up, then serve
-until SIGTERM and stop the delivery threads.
+settings, prepare the database (demo data, admin token, and with the demo a client and a
+frontend token for ``development``), build the app, warm it up, then serve until SIGTERM and
+stop the delivery threads.
 """
 
 from __future__ import annotations
@@ -55,11 +56,39 @@ def _settings() -> Settings:
         raise click.ClickException(str(exc)) from exc
 
 
-def _seed_demo_if_empty(conn: Connection) -> None:
-    """Load the demo dataset into an empty database (``serve --demo``)."""
-    if store_seed.is_empty(conn):
-        counts = documents.load_files(conn, documents.demo_files())
-        click.echo("Loaded the demo dataset: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + ".")
+def _seed_demo_if_empty(conn: Connection) -> bool:
+    """Load the demo dataset into an empty database (``serve --demo``); True when it was
+    loaded now."""
+    if not store_seed.is_empty(conn):
+        return False
+    counts = documents.load_files(conn, documents.demo_files())
+    click.echo("Loaded the demo dataset: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + ".")
+    return True
+
+
+#: The environment the demo's SDK tokens read.
+DEMO_ENVIRONMENT = "development"
+
+#: The SDK tokens ``serve --demo`` makes with the demo dataset: type, name, and what it is for.
+DEMO_SDK_TOKENS = (
+    ("client", "demo client token", "Client API token (backend SDKs, /api/client)"),
+    ("frontend", "demo frontend token", "Frontend API token (/api/frontend)"),
+)
+
+
+def _demo_sdk_tokens(conn: Connection) -> None:
+    """Create and print a client and a frontend token for the demo's ``development``
+    environment and every project, beside the admin token: what an SDK needs to read the
+    demo's flags at once. Each records ``api-token-created``."""
+    for kind, name, purpose in DEMO_SDK_TOKENS:
+        try:
+            secret, _ = changes.create_api_token(
+                conn, events.COMMAND_LINE, type=kind, name=name, environment=DEMO_ENVIRONMENT
+            )
+        except refusals.Refusal as exc:  # the apiTokens resource limit
+            click.echo(f"No {kind} token was created: {exc.message}", err=True)
+            return
+        click.echo(f"{purpose} for {DEMO_ENVIRONMENT} (shown once, stored only as a digest): {secret}")
 
 
 def _fixed_admin_token() -> str | None:
@@ -205,6 +234,8 @@ def serve(
 
     Creates the database if missing. If it holds no admin token, one is created and printed
     once; with FLAGADMIN_ADMIN_TOKEN set, that exact token is made a valid admin token instead.
+    With --demo, loading the demo into an empty database also prints a client and a frontend
+    token for the environment development.
     SIGTERM lets in-flight requests finish, then exits; a delivery still in flight then is
     attempted again at the next start.
 
@@ -217,9 +248,10 @@ def serve(
     settings = _settings()
     fixed_token = _fixed_admin_token()
     with open_database(database, create=True) as conn:
-        if demo:
-            _seed_demo_if_empty(conn)
+        loaded = demo and _seed_demo_if_empty(conn)
         _ensure_admin_token(conn, fixed_token)
+        if loaded:
+            _demo_sdk_tokens(conn)
     app, mounted = _wsgi_app(database, base_uri_path, access_log, threads)
     warm_up(app, threads)
     # The delivery threads yield to requests in progress (see web/inflight.py).

@@ -1,7 +1,7 @@
-"""The API tokens' commands (spec 5): ``create-token`` prints a new admin token or personal
-access token, ``list-tokens`` lists them (never a token or its digest), ``revoke-token``
-revokes one. Each change records its event (api-token-created, pat-created, api-token-deleted,
-pat-deleted) in the change's transaction.
+"""The API tokens' commands (spec 5): ``create-token`` prints a new admin token, personal
+access token, client token (backend SDKs) or frontend token, ``list-tokens`` lists them (never
+a token or its digest), ``revoke-token`` revokes one. Each change records its event
+(api-token-created, pat-created, api-token-deleted, pat-deleted) in the change's transaction.
 """
 
 from __future__ import annotations
@@ -52,6 +52,25 @@ def _refuse_deactivated(conn: Connection, username: str) -> None:
 @database_option()
 @click.option("--admin", "admin", is_flag=True, help="An admin API token (acts as Admin).")
 @click.option("--user", "username", metavar="USERNAME", help="A personal access token for this user.")
+@click.option(
+    "--client",
+    "client_environment",
+    metavar="ENVIRONMENT",
+    help="A client token for backend SDKs (the Client API), reading this environment.",
+)
+@click.option(
+    "--frontend",
+    "frontend_environment",
+    metavar="ENVIRONMENT",
+    help="A frontend token (the Frontend API), reading this environment.",
+)
+@click.option(
+    "--project",
+    "projects",
+    metavar="PROJECT",
+    multiple=True,
+    help="With --client or --frontend: a project it reads (repeat for several). Default: every project.",
+)
 @click.option("--name", default=None, help="A label shown by list-tokens.")
 @click.option(
     "--expires-in",
@@ -61,7 +80,14 @@ def _refuse_deactivated(conn: Connection, username: str) -> None:
     help="Stop working after this ISO 8601 duration, e.g. P30D, PT12H, P1Y. Default: never.",
 )
 def create_token(
-    database: str, admin: bool, username: str | None, name: str | None, expires_at: str | None
+    database: str,
+    admin: bool,
+    username: str | None,
+    client_environment: str | None,
+    frontend_environment: str | None,
+    projects: tuple[str, ...],
+    name: str | None,
+    expires_at: str | None,
 ) -> None:
     """Print a new API token. It is shown once and stored only as a SHA-256 digest.
 
@@ -69,11 +95,32 @@ def create_token(
     Examples:
       flagadmin create-token --admin
       flagadmin create-token --user alice --expires-in P30D
+      flagadmin create-token --client production --project checkout --name checkout-service
+      flagadmin create-token --frontend development
     """
-    if admin == (username is not None):
-        raise click.UsageError("Give exactly one of --admin or --user USERNAME.")
+    kinds = [admin, username is not None, client_environment is not None, frontend_environment is not None]
+    if sum(kinds) != 1:
+        raise click.UsageError(
+            "Give exactly one of --admin, --user USERNAME, --client ENVIRONMENT or --frontend ENVIRONMENT."
+        )
+    if projects and client_environment is None and frontend_environment is None:
+        raise click.UsageError("--project goes with --client or --frontend only.")
     with open_database(database) as conn:
-        if admin:
+        if client_environment is not None or frontend_environment is not None:
+            kind = "client" if client_environment is not None else "frontend"
+            try:
+                token, _ = changes.create_api_token(
+                    conn,
+                    events.COMMAND_LINE,
+                    type=kind,
+                    name=name or f"{kind} token",
+                    environment=client_environment or frontend_environment,
+                    projects=list(projects) or None,
+                    expires_at=expires_at,
+                )
+            except refusals.Refusal as exc:  # an unknown environment or project, or the limit
+                raise click.ClickException(exc.message.rstrip(".") + ". Nothing was written.") from exc
+        elif admin:
             try:
                 token, _ = changes.create(
                     conn, events.COMMAND_LINE, kind="admin", name=name or "admin token", expires_at=expires_at
@@ -112,6 +159,7 @@ TOKEN_COLUMNS = {
     "LAST USED": "last_used_at",
     "EXPIRES": "expires_at",
     "REVOKED": "revoked_at",
+    "SCOPE": "scope",
 }
 
 
@@ -130,7 +178,8 @@ def _echo_table(columns: dict[str, str], rows: list[dict]) -> None:
 @database_option()
 def list_tokens(database: str) -> None:
     """List the API tokens: id, status, kind, user, name, when created, last used, expiring
-    and revoked. Never a token or its digest.
+    and revoked, and what each reads (project:environment, as its secret begins). Never a
+    token or its digest.
 
     \b
     Example:

@@ -2,7 +2,8 @@
 the default settings (private addresses refused), then a flag change, puts a row in 4.1's log
 that says what happened and why; its templates use only what an event has; its environment
 ``production`` is of the type ``production``; and nothing of it is sent to a fixed port of the
-machine the tests run on.
+machine the tests run on. ``serve --demo`` prints an admin token, a client token and a frontend
+token for ``development``, each shown once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import pytest
 from flagadmin.integrations import address_guard
 from flagadmin.records import EventSchema
 from flagadmin.seed.documents import demo_files
-from flagadmin.store import connect
+from flagadmin.store import connect, tokens
+from flagadmin.timestamps import now_rfc3339
 
 from flag_helpers import features_path
 from helpers import FLAGADMIN, LiveServer, auth, wait_until
@@ -136,3 +138,44 @@ def test_serve_demo__a_flag_change__a_row_in_the_log_saying_why_nothing_was_sent
         assert owed == [SHOWCASE]
     finally:
         server.stop()
+
+
+def test_serve_demo__prints_an_admin_a_client_and_a_frontend_token__each_works_where_it_belongs(
+    empty_database, tmp_path
+):
+    # When: the first start of `flagadmin serve --demo` (click.echo flushes each line)
+    server = LiveServer(
+        empty_database, env={"FLAGADMIN_DELIVERY_WORKERS": "0"}, args=("--demo",), log_dir=tmp_path
+    )
+    try:
+        printed = server.log.read_text()
+        # Then: three tokens, in the reference server's formats
+        admin = re.search(r"Admin API token \(shown once[^:]*\): (\S+)", printed).group(1)
+        client = re.search(
+            r"Client API token [^\n]* for development \(shown once[^:]*\): (\S+)", printed
+        ).group(1)
+        frontend = re.search(
+            r"Frontend API token [^\n]* for development \(shown once[^:]*\): (\S+)", printed
+        ).group(1)
+        assert re.fullmatch(r"\*:\*\.[0-9a-f]{64}", admin)
+        assert re.fullmatch(r"\*:development\.[0-9a-f]{56}", client)
+        assert re.fullmatch(r"\*:development\.[0-9a-f]{56}", frontend)
+        # ... each of its kind, reading development and every project
+        with connect(empty_database) as conn:
+            for secret, kind in ((client, "client"), (frontend, "frontend")):
+                caller = tokens.find_caller(conn, secret, now_rfc3339())
+                assert (caller.kind, caller.environment, caller.projects) == (kind, "development", None)
+        # ... the admin token on the admin API; the SDK tokens refused there
+        assert server.request("GET", "/api/admin/ui-config", auth(admin)).status == 200
+        for secret in (client, frontend):
+            assert server.request("GET", "/api/admin/ui-config", auth(secret)).status == 403
+    finally:
+        server.stop()
+    # And: a second start prints none again (each is shown once)
+    again = LiveServer(
+        empty_database, env={"FLAGADMIN_DELIVERY_WORKERS": "0"}, args=("--demo",), log_dir=tmp_path
+    )
+    try:
+        assert "shown once" not in again.log.read_text()
+    finally:
+        again.stop()

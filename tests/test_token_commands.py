@@ -32,12 +32,23 @@ def test_list_tokens__tokens_of_each_kind__every_column_and_no_secret(invoke, da
     # Then: a header and one row per token, with every column
     assert result.exit_code == 0
     header, *rows = (columns(line) for line in result.output.splitlines())
-    assert header == ["ID", "STATUS", "KIND", "USER", "NAME", "CREATED", "LAST USED", "EXPIRES", "REVOKED"]
+    assert header == [
+        "ID",
+        "STATUS",
+        "KIND",
+        "USER",
+        "NAME",
+        "CREATED",
+        "LAST USED",
+        "EXPIRES",
+        "REVOKED",
+        "SCOPE",
+    ]
     assert len(rows) == 2
     assert rows[0][:5] == ["1", "active", "admin", "-", "ci robot"]
-    assert rows[0][6:] == ["-", "-", "-"]  # never used, never expires, not revoked
+    assert rows[0][6:] == ["-", "-", "-", "*:*"]  # never used, never expires, not revoked; reads all
     assert rows[1][:5] == ["2", "active", "personal", "alice", "alice token"]
-    assert rows[1][6] != "-" and rows[1][8] == "-"  # used, not revoked
+    assert rows[1][6] != "-" and rows[1][8] == "-" and rows[1][9] == "-"  # used, not revoked; no scope
     expires = datetime.fromisoformat(rows[1][7])
     assert abs(expires - (datetime.now(UTC) + timedelta(days=30))) < timedelta(minutes=1)
     for row in rows:
