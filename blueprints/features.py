@@ -375,7 +375,7 @@ def _toggle(caller, conn, projectId, featureName, environment, enabled: bool):
     summary="Switch a flag on in an environment",
     response=FlagSchema(),
     path=FLAG_ENVIRONMENT,
-    permission=Permission.in_project(access.UPDATE_FEATURE_ENVIRONMENT),
+    permission=Permission.in_project(access.UPDATE_FEATURE_ENVIRONMENT, environment="the path's environment"),
     statuses=(409,),
 )
 def toggle_feature_environment_on(caller, conn, projectId, featureName, environment):
@@ -393,7 +393,7 @@ def toggle_feature_environment_on(caller, conn, projectId, featureName, environm
     summary="Switch a flag off in an environment",
     response=FlagSchema(),
     path=FLAG_ENVIRONMENT,
-    permission=Permission.in_project(access.UPDATE_FEATURE_ENVIRONMENT),
+    permission=Permission.in_project(access.UPDATE_FEATURE_ENVIRONMENT, environment="the path's environment"),
     statuses=(409,),
 )
 def toggle_feature_environment_off(caller, conn, projectId, featureName, environment):

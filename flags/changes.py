@@ -163,7 +163,15 @@ def set_enabled(
     :raise Conflict: the flag is archived.
     """
     with conn.write(LOCK):
-        flag = flag_in_project(conn, caller, project_id, name, UPDATE_FEATURE_ENVIRONMENT, event_tags=True)
+        flag = flag_in_project(
+            conn,
+            caller,
+            project_id,
+            name,
+            UPDATE_FEATURE_ENVIRONMENT,
+            environment=environment,
+            event_tags=True,
+        )
         if store_environments.get(conn, environment) is None:
             known = ", ".join(env["name"] for env in store_environments.list_all(conn)) or "none yet"
             raise NotFound(
@@ -284,7 +292,8 @@ def favorite(
     declares it).
 
     :raise NotFound: no such project or flag in it.
-    :raise Forbidden: the caller cannot see the project.
+    :raise Forbidden: the caller cannot see the project (any role there may favorite, a
+        read-only one included: a favorite is the caller's own, as in the reference server).
     """
     with conn.write(LOCK):
         flag_in_project(conn, caller, project_id, name, None)

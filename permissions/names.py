@@ -1,8 +1,14 @@
 """The reference server's permission names (spec 5.3, 7: a 403 names the one missing).
 
-Project permissions are held through a project role (Owner, Member or a custom role); the
-ones in :data:`ENVIRONMENT_PERMISSIONS` are granted per environment, as the reference scopes
-them. Root roles Admin and Editor hold every project permission in every project.
+Project permissions are held through a project role (Owner, Member or a custom role, see
+:mod:`flagadmin.permissions.roles`); the ones in :data:`ENVIRONMENT_PERMISSIONS` are granted per
+environment, as the reference scopes them (its ``environment`` permission type), the others in
+the whole project. Root roles Admin and Editor hold every permission, project and root, in
+every project and environment; an admin API token acts as Admin. The root permissions
+(:data:`ROOT_PERMISSIONS`) are held by root roles only: no project role grants them.
+
+The names are those of the reference server 8.2.0 (its ``src/lib/types/permissions.ts`` and
+its role migrations); flagadmin declares the ones its operations check or will check.
 """
 
 from __future__ import annotations
@@ -62,4 +68,10 @@ PROJECT_PERMISSIONS = frozenset(
         READ_PROJECT_API_TOKEN,
         *ENVIRONMENT_PERMISSIONS,
     }
+)
+
+#: The root permissions: held by root roles Admin and Editor only (``flags.access.require``
+#: with no project).
+ROOT_PERMISSIONS = frozenset(
+    {CREATE_SEGMENT, UPDATE_SEGMENT, DELETE_SEGMENT, CREATE_STRATEGY, UPDATE_STRATEGY, DELETE_STRATEGY}
 )

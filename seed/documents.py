@@ -32,6 +32,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from .. import refusals
 from ..flags import changes as flag_changes
 from ..flags.names import ENVIRONMENT_TYPES, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
+from ..permissions import roles as permission_roles
 from ..records import EventSchema, Timestamp, WholeMatch, validation_messages
 from ..spec import FLAG_TYPES, INTEGRATION_EVENT_STATES, ROOT_ROLES
 from ..store import Conflict, Connection
@@ -337,7 +338,11 @@ def load_documents(conn: Connection, documents: Iterable[Any | tuple[str, Any]])
             problems = check_references(conn, loaded)
             if problems:
                 raise SeedError(problems)
-            return store_seed.insert_documents(conn, [d.data for d in loaded])
+            counts = store_seed.insert_documents(conn, [d.data for d in loaded])
+            # a role a document gives without declaring it grants what every role did before
+            # roles had permissions (docs/permissions.md)
+            permission_roles.declare_seeded(conn)
+            return counts
     except Conflict as exc:
         # only a writer that takes none of SEED_LOCKS can get here; nothing was written
         raise SeedError(

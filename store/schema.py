@@ -162,6 +162,13 @@ MIGRATIONS: tuple[str, ...] = (
     "",
 )
 
+#: The description of the roles the upgrade to version 11 declares (:data:`FILLS`); it also
+#: tells them from roles declared since (no quote in it: it is written into the SQL).
+UPGRADE_11_ROLES = (
+    "Declared by the upgrade to schema version 11 with the rights every role had before: every "
+    "project permission in every environment."
+)
+
 #: Upgrades that need what ``schema.sql`` (or ``schema.postgresql.sql``) makes: for version N,
 #: SQL run right after the schema file when a database is upgraded from before N, in the same
 #: transaction. Both engines read the same text: it names only tables and views that both
@@ -171,6 +178,22 @@ FILLS: dict[int, str] = {
     9: "UPDATE features SET archived_item ="
     " (SELECT j.item FROM archived_feature_json j WHERE j.name = features.name)"
     " WHERE archived_at IS NOT NULL;",
+    # 11: project roles get permissions. Before, any role, whatever its name, let its holders
+    # change everything in the project; the schema file declares Owner and Member, and every
+    # other role name that users hold (project_members) or SCIM groups grant
+    # (group_project_roles) is declared here as a custom role with the rights it had: every
+    # project permission in every environment (Owner's rows). An operator narrows one with
+    # `flagadmin role update` (docs/permissions.md). A new database has only Owner and Member.
+    11: "INSERT INTO roles (name, description, built_in, created_at)"
+    f" SELECT u.role, '{UPGRADE_11_ROLES}', 0, (SELECT o.created_at FROM roles o WHERE o.name = 'Owner')"
+    " FROM (SELECT role FROM project_members UNION SELECT role FROM group_project_roles) u"
+    " WHERE NOT EXISTS (SELECT 1 FROM roles r WHERE r.name = u.role);"
+    "INSERT INTO role_permissions (role, permission, environment)"
+    " SELECT r.name, o.permission, o.environment FROM roles r"
+    " JOIN role_permissions o ON o.role = 'Owner'"
+    f" WHERE r.built_in = 0 AND r.description = '{UPGRADE_11_ROLES}' AND NOT EXISTS (SELECT 1"
+    " FROM role_permissions x WHERE x.role = r.name AND x.permission = o.permission"
+    " AND x.environment = o.environment);",
 }
 
 

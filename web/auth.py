@@ -74,7 +74,8 @@ class Permission:
     checks them before the view runs. A project permission (:meth:`in_project`,
     ``per_project`` True) depends on the project, which only the domain finds (the path's
     project, or the named flag's): the view's domain code checks it
-    (``flagadmin.flags.access.require``, 403 naming the permission and the project), and
+    (``flagadmin.flags.access.require``, 403 naming the permission, the environment where it
+    is granted per environment, and the project), and
     :func:`require` lets it pass. ``project_permission`` is its name (the reference server's,
     e.g. ``CREATE_FEATURE``; None for seeing the project's flags).
 
@@ -107,13 +108,29 @@ class Permission:
         return not set(self.token_kinds) & set(ADMIN_API_KINDS)
 
     @classmethod
-    def in_project(cls, name: str | None, project: str = "the path's project") -> Permission:
+    def in_project(
+        cls, name: str | None, project: str = "the path's project", environment: str | None = None
+    ) -> Permission:
         """The permission ``name`` (None: seeing the project's flags) in ``project`` (words
-        for where the project comes from), held by root roles Admin and Editor (an admin API
-        token acts as Admin) and by any role in that project (spec 5.3)."""
-        holders = "root role Admin or Editor (an admin API token acts as Admin), or any role in that project"
-        what = f"the {name} permission in {project}" if name else f"a token that sees {project}"
-        return cls(f"{what}: {holders}", per_project=True, project_permission=name)
+        for where the project comes from), and in ``environment`` (words for where the
+        environment comes from, for a permission granted per environment; None: not scoped).
+        Held by root roles Admin and Editor (an admin API token acts as Admin) and by the
+        project roles there that grant it (``flagadmin role list``); any role there sees the
+        project's flags (spec 5.3)."""
+        if name is None:
+            return cls(
+                f"a token that sees {project}: root role Admin or Editor (an admin API token acts as "
+                "Admin), or any role in that project (a role that grants nothing included)",
+                per_project=True,
+            )
+        where = f"in {environment} of {project}" if environment else f"in {project}"
+        return cls(
+            f"the {name} permission {where}: root role Admin or Editor (an admin API token acts as "
+            "Admin), or a project role there that grants it (Owner grants every project permission; "
+            "`flagadmin role list` shows what Member and custom roles grant)",
+            per_project=True,
+            project_permission=name,
+        )
 
 
 Permission.ANY = Permission("any valid API token")
