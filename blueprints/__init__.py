@@ -10,7 +10,9 @@ from flask import Flask
 from . import (
     addons,
     api_tokens,
+    applications,
     archived_features,
+    client_metrics,
     dependencies,
     feature_archive,
     features,
@@ -46,6 +48,10 @@ BLUEPRINTS = (
     segments.bp,
     variants.bp,
     dependencies.bp,
+    # What SDKs report (the reference server's /api/client/register and /metrics) and the
+    # applications they make (/api/admin/metrics).
+    client_metrics.bp,
+    applications.bp,
 )
 
 

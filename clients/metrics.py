@@ -91,23 +91,24 @@ class Batch:
 
     ``applications``: name -> [last seen (stored timestamp), strategies or None];
     ``instances``: (application, instance, environment) -> [sdk version, sdk type, client
-    address, last seen]; ``usage``: {(application, project, environment)}; ``counts``: (flag,
-    application, environment, hour) -> [yes, no, {variant: count}]; ``seen``: (flag,
-    application, environment) -> last seen.
+    address, last seen]; ``usage``: {(application, project, environment)}; ``counts``:
+    (application, environment, hour) -> {flag: [yes, no, {variant: count}]}; ``seen``:
+    (application, environment) -> {flag: last seen}; ``flags``: how many entries ``counts`` and
+    ``seen`` hold. The flags are grouped by what one report shares, so that noting a report's
+    flags makes no key per flag.
     """
 
     applications: dict[str, list[Any]] = field(default_factory=dict)
     instances: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     usage: set[tuple[str, str, str]] = field(default_factory=set)
-    counts: dict[tuple[str, str, str, str], list[Any]] = field(default_factory=dict)
-    seen: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    counts: dict[tuple[str, str, str], dict[str, list[Any]]] = field(default_factory=dict)
+    seen: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    flags: int = 0
 
     @property
     def size(self) -> int:
         """How many keys the batch holds."""
-        return (
-            len(self.applications) + len(self.instances) + len(self.usage) + len(self.counts) + len(self.seen)
-        )
+        return len(self.applications) + len(self.instances) + len(self.usage) + self.flags
 
     def note_application(self, name: str, at: str, strategies: list[str] | None) -> None:
         known = self.applications.get(name)
@@ -133,17 +134,53 @@ class Batch:
         if at > known[3]:
             known[3] = at
 
-    def add_count(self, key: tuple[str, str, str, str], yes: int, no: int, variants: dict | None) -> None:
-        known = self.counts.get(key)
+    def add_count(
+        self, group: tuple[str, str, str], flag: str, yes: int, no: int, variants: dict | None, at: str = ""
+    ) -> None:
+        """Add one flag's counts to ``group`` (application, environment, hour) and, given
+        ``at``, note that the flag was seen then."""
+        counts = self.counts.get(group)
+        if counts is None:
+            counts = self.counts[group] = {}
+        known = counts.get(flag)
         if known is None:
-            self.counts[key] = [yes, no, dict(variants) if variants else {}]
-            return
-        known[0] += yes
-        known[1] += no
-        if variants:
-            kept = known[2]
-            for name, count in variants.items():
-                kept[name] = kept.get(name, 0) + count
+            counts[flag] = [yes, no, dict(variants) if variants else {}]
+            self.flags += 1
+        else:
+            known[0] += yes
+            known[1] += no
+            if variants:
+                kept = known[2]
+                for name, count in variants.items():
+                    kept[name] = kept.get(name, 0) + count
+        if at:
+            self.note_seen(group[:2], flag, at)
+
+    def note_seen(self, group: tuple[str, str], flag: str, at: str) -> None:
+        """Note that ``flag`` was seen ``at`` by ``group`` (application, environment)."""
+        seen = self.seen.get(group)
+        if seen is None:
+            seen = self.seen[group] = {}
+        if flag not in seen:
+            self.flags += 1
+        if at > seen.get(flag, ""):
+            seen[flag] = at
+
+    def count_rows(self) -> list[tuple[str, str, str, str, int, int, dict[str, int]]]:
+        """``(flag, application, environment, hour, yes, no, variants)`` of every count."""
+        return [
+            (flag, app, environment, hour, yes, no, variants)
+            for (app, environment, hour), counts in self.counts.items()
+            for flag, (yes, no, variants) in counts.items()
+        ]
+
+    def seen_rows(self) -> list[tuple[str, str, str, str]]:
+        """``(flag, application, environment, last seen)`` of every flag seen."""
+        return [
+            (flag, app, environment, at)
+            for (app, environment), seen in self.seen.items()
+            for flag, at in seen.items()
+        ]
 
     def merge(self, other: Batch) -> None:
         """Add ``other`` (an older batch that could not be written) into this one."""
@@ -160,11 +197,10 @@ class Batch:
                 newer[2] = newer[2] if newer[2] is not None else client_ip
                 newer[3] = max(newer[3], at)
         self.usage |= other.usage
-        for key, (yes, no, variants) in other.counts.items():
-            self.add_count(key, yes, no, variants)
-        for key, at in other.seen.items():
-            if at > self.seen.get(key, ""):
-                self.seen[key] = at
+        for flag, app, environment, hour, yes, no, variants in other.count_rows():
+            self.add_count((app, environment, hour), flag, yes, no, variants)
+        for flag, app, environment, at in other.seen_rows():
+            self.note_seen((app, environment), flag, at)
 
 
 def hour_of(moment: datetime) -> str:
@@ -215,14 +251,18 @@ class Aggregator:
                 self.dropped += 1
                 return
             self._note_sight(batch, caller, body, client_ip, sdk_type, now, None, sdk_version)
-            counts, seen = batch.counts, batch.seen
+            counts = batch.counts.get((app, environment, hour))
+            if counts is None:
+                counts = batch.counts[app, environment, hour] = {}
+            seen = batch.seen.get((app, environment))
+            if seen is None:
+                seen = batch.seen[app, environment] = {}
             for name, toggle in toggles:
                 yes = toggle.get("yes") or 0
                 no = toggle.get("no") or 0
                 if yes + no <= 0:
                     continue
-                key = (name, app, environment, hour)
-                kept = counts.get(key)
+                kept = counts.get(name)
                 variants = toggle.get("variants")
                 if kept is not None:
                     kept[0] += yes
@@ -231,12 +271,15 @@ class Aggregator:
                         kept_variants = kept[2]
                         for variant, count in variants.items():
                             kept_variants[variant] = kept_variants.get(variant, 0) + count
-                elif len(counts) + len(seen) >= MAX_PENDING:
+                elif batch.flags >= MAX_PENDING:
                     self.dropped += 1
                     continue
                 else:
-                    counts[key] = [yes, no, dict(variants) if variants else {}]
-                seen[name, app, environment] = now
+                    counts[name] = [yes, no, dict(variants) if variants else {}]
+                    batch.flags += 1
+                if name not in seen:
+                    batch.flags += 1
+                seen[name] = now
 
     def record_registration(
         self, caller: Any, body: dict[str, Any], client_ip: str | None, sdk_type: str
@@ -279,14 +322,13 @@ class Aggregator:
                 yes, no = metric.get("yes") or 0, metric.get("no") or 0
                 if metric["environment"] != environment or yes + no <= 0:
                     continue
-                if len(batch.counts) + len(batch.seen) >= MAX_PENDING:
+                if batch.flags >= MAX_PENDING:
                     self.dropped += 1
                     continue
-                name, app = metric["featureName"], metric["appName"]
                 start = metric.get("timestamp")
                 hour = hour_of(start) if start is not None else hour_of(self._clock.now())
-                batch.add_count((name, app, environment, hour), yes, no, metric.get("variants"))
-                batch.seen[(name, app, environment)] = now
+                group = (metric["appName"], environment, hour)
+                batch.add_count(group, metric["featureName"], yes, no, metric.get("variants"), now)
 
     @staticmethod
     def _note_sight(batch, caller, body, client_ip, sdk_type, now, strategies, sdk_version) -> None:
@@ -351,7 +393,8 @@ class Aggregator:
     def _write(self, conn: Connection, batch: Batch, prune: bool) -> None:
         now = self._clock.now()
         with conn.write(store.LOCK):
-            names = {flag for flag, _, _ in batch.seen}
+            seen = batch.seen_rows()
+            names = {flag for flag, _, _, _ in seen}
             known = store.existing_flags(conn, names) if names else set()
             created = store.add_applications(
                 conn,
@@ -394,25 +437,14 @@ class Aggregator:
                 ],
             )
             store.add_usage(conn, batch.usage)
-            store.add_counts(
-                conn,
-                [
-                    (*key, yes, no, variants)
-                    for key, (yes, no, variants) in batch.counts.items()
-                    if key[0] in known
-                ],
-            )
+            store.add_counts(conn, [row for row in batch.count_rows() if row[0] in known])
             store.add_unknown_flags(
                 conn,
-                [
-                    (*key, at)
-                    for key, at in batch.seen.items()
-                    if key[0] not in known and name_problem(key[0]) is None
-                ],
+                [row for row in seen if row[0] not in known and name_problem(row[0]) is None],
             )
             flags: dict[str, str] = {}
             environments: dict[tuple[str, str], str] = {}
-            for (flag, _, environment), at in batch.seen.items():
+            for flag, _, environment, at in seen:
                 if flag in known:
                     flags[flag] = max(at, flags.get(flag, ""))
                     environments[flag, environment] = max(at, environments.get((flag, environment), ""))
