@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
-from .engine import Conflict, Params, StoreError, Unavailable
+from .engine import STATEMENT_TIME, Conflict, Params, StoreError, Unavailable, timed
 
 #: Seconds a request waits for a pooled connection before it is answered 503.
 POOL_TIMEOUT_S = 5.0
@@ -131,6 +131,7 @@ class PostgresConnection:
         text = convert_placeholders(sql)
         if self._trace is not None:
             self._trace(self._traced(text, params))
+        started = time.perf_counter()
         try:
             return self._raw.execute(text, params if params else None)
         except Exception as exc:  # psycopg's errors, classified
@@ -138,6 +139,8 @@ class PostgresConnection:
             if classified is exc:
                 raise
             raise classified from exc
+        finally:
+            STATEMENT_TIME.seconds += time.perf_counter() - started
 
     def all(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         """Run a query; return every row as a dict keyed by column name."""
@@ -211,7 +214,7 @@ class PostgresConnection:
             return
         try:
             with self._raw.cursor() as cursor:
-                cursor.executemany(convert_placeholders(sql), rows)
+                timed(lambda: cursor.executemany(convert_placeholders(sql), rows))
         except Exception as exc:
             classified = classify(exc)
             if classified is exc:
@@ -221,7 +224,7 @@ class PostgresConnection:
     def script(self, sql: str) -> None:
         """Run several statements at once (schema and migrations); no placeholders."""
         try:
-            self._raw.execute(sql)
+            timed(lambda: self._raw.execute(sql))
         except Exception as exc:
             classified = classify(exc)
             if classified is exc:
