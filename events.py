@@ -13,11 +13,14 @@ may run beside an app or without one (``flagadmin deliver``), so the one place b
 the process. A listener is a wake-up call and carries nothing: a worker woken by a commit to
 another database (two apps in one process, as in the tests) looks for due deliveries, finds
 none of that commit's and sleeps again; its own deliveries are found by polling in any case.
+The :func:`on_committed` listeners are process-wide for the same reason; they are told each
+committed event's type (the process's Prometheus counter of events by type).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,6 +85,30 @@ def _notify() -> None:
         listener()
 
 
+#: Called with an event's type after the transaction that recorded it has committed, in the
+#: committing thread, once per event (the Prometheus counter of events by type registers here).
+_committed: list[Callable[[str], None]] = []
+
+
+def on_committed(listener: Callable[[str], None]) -> Callable[[], None]:
+    """Call ``listener(event_type)`` for every event, once its transaction has committed (never
+    for one rolled back); returns a function that removes it again. A listener must be quick
+    and must not raise: it runs in the thread that committed, before the change returns."""
+    with _listeners_lock:
+        _committed.append(listener)
+
+    def remove() -> None:
+        with _listeners_lock, contextlib.suppress(ValueError):
+            _committed.remove(listener)
+
+    return remove
+
+
+def _committed_one(event_type: str) -> None:
+    for listener in tuple(_committed):
+        listener(event_type)
+
+
 def record(
     conn: Connection,
     event_type: str,
@@ -126,4 +153,6 @@ def record(
     )
     if owed:
         conn.after_commit(_notify)
+    if _committed:
+        conn.after_commit(functools.partial(_committed_one, event_type))
     return event_id

@@ -41,7 +41,10 @@ integration (an ``addon-config-updated`` event by :data:`flagadmin.events.SYSTEM
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -60,6 +63,35 @@ from . import address_guard, configs, sending, template, webhooks
 
 #: Jitter of retry delays: each delay is multiplied by a factor in [1 - J, 1 + J].
 JITTER = 0.2
+
+#: Called after each delivery's outcome has committed: ``listener(state, attempt_s, lag_s)``
+#: (process-wide, as :func:`flagadmin.events.on_recorded`; the Prometheus counters register here).
+_outcome_listeners: list[Callable[[str, float | None, float | None], None]] = []
+_outcome_lock = threading.Lock()
+
+
+def on_outcome(listener: Callable[[str, float | None, float | None], None]) -> Callable[[], None]:
+    """Call ``listener(state, attempt_s, lag_s)`` after a worker of this process has recorded
+    a delivery's outcome: ``state`` is the delivery's new state (``delivered``; ``pending``, to
+    be retried; ``failed``; ``cancelled``, nothing sent), ``attempt_s`` how long the attempt's
+    HTTP request took (None: nothing was sent), ``lag_s`` from the event's creation to its
+    delivery (None unless delivered). Test deliveries (:func:`send_test`) are not reported.
+    Returns a function that removes the listener. A listener must be quick and must not raise:
+    it runs in the delivery thread."""
+    with _outcome_lock:
+        _outcome_listeners.append(listener)
+
+    def remove() -> None:
+        with _outcome_lock, contextlib.suppress(ValueError):
+            _outcome_listeners.remove(listener)
+
+    return remove
+
+
+def outcome_recorded(state: str, attempt_s: float | None = None, lag_s: float | None = None) -> None:
+    """Tell the :func:`on_outcome` listeners of a delivery's committed outcome."""
+    for listener in tuple(_outcome_listeners):
+        listener(state, attempt_s, lag_s)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ the API it yields to the requests in progress (:data:`YIELD_S`, ``web/inflight.p
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import secrets
 import threading
@@ -240,6 +241,7 @@ class Worker:
             if attempted is None:
                 # Disabled, deleted or no longer deliverable since it was queued: nothing sent.
                 store_deliveries.finish(conn, claimed.id, claimed.claim, state="cancelled", now=now)
+                conn.after_commit(functools.partial(delivery.outcome_recorded, "cancelled"))
             elif delivery.record(
                 conn, claimed.integration_id, attempted, policy=self.policy, clock=self.clock
             ):
@@ -259,10 +261,24 @@ class Worker:
                 if verdict.gone:
                     delivery.disable_gone(conn, claimed.integration_id, self.clock)
                 self.recorded += 1
+                conn.after_commit(
+                    functools.partial(delivery.outcome_recorded, *self._outcome(attempted, event))
+                )
             # else: the integration was deleted during the attempt, and its deliveries with it
             if self._stopping.is_set():
                 return None
             return self._claim(conn).claimed
+
+    def _outcome(self, attempted: delivery.Attempted, event: dict) -> tuple[str, float | None, float | None]:
+        """What :func:`~flagadmin.integrations.delivery.on_outcome` listeners are told of an
+        attempt: the delivery's new state, the attempt's seconds, and (delivered) the seconds
+        since the event was created."""
+        state = attempted.verdict.delivery_state
+        duration_ms = attempted.details.get("durationMs")
+        lag = None
+        if state == "delivered":
+            lag = max(self.clock.time() - parse_rfc3339(event["createdAt"]).timestamp(), 0.0)
+        return state, None if duration_ms is None else duration_ms / 1000, lag
 
     def _maybe_sweep(self, conn: Connection, force: bool = False) -> None:
         if not force and time.monotonic() < self._next_sweep:
