@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask
 
 from . import blueprints
-from .blueprints import docs
+from .blueprints import backstage, docs
 from .clients.metrics import Aggregator
 from .config import DEFAULT_DATABASE, settings_from_env
 from .store import connect, is_postgresql, schema
@@ -66,7 +66,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     # 2. Errors: one envelope for every status (spec 7).
     errors.register(app)
 
-    # 3. Request hooks: body size, caching and security headers, CORS, gzip, access log.
+    # 3. Request hooks: the Prometheus timer first (it then times every other hook), body size,
+    # caching and security headers, CORS, gzip, access log.
+    backstage.init_app(app, settings)
     operations.init_app(app)
     headers.init_app(app, settings.cors_origins)
     if app.config["ACCESS_LOG"]:

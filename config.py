@@ -109,6 +109,17 @@ def _hosts(name: str, raw: str) -> tuple[str, ...]:
     return hosts
 
 
+def _listen_address(name: str, raw: str) -> tuple[str, int] | None:
+    """``host:port`` (an IPv6 address in brackets: ``[::1]:9100``) as ``(host, port)``; empty: None."""
+    text = raw.strip()
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    if not (port.isdigit() and 1 <= int(port) <= 65535 and _HOST_NAME.fullmatch(host)):
+        raise SettingsError(f"{name}={raw!r}: use host:port, e.g. 127.0.0.1:9100 or [::1]:9100")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
 def _resource_limits(name: str, raw: str) -> dict[str, int]:
     """A JSON object of limit name: integer, laid over :data:`DEFAULT_RESOURCE_LIMITS`."""
     limits = dict(DEFAULT_RESOURCE_LIMITS)
@@ -407,6 +418,24 @@ SETTINGS: tuple[Setting, ...] = (
         "unset: no CORS headers at all",
         "cors_origins",
         tuple[str, ...],
+    ),
+    Setting(
+        "FLAGADMIN_PROMETHEUS",
+        "true",
+        _boolean,
+        "true: serve Prometheus metrics at /internal-backstage/prometheus (no token, as the "
+        "reference server); false: that path answers 404 and requests are not timed",
+        "prometheus",
+        bool,
+    ),
+    Setting(
+        "FLAGADMIN_PROMETHEUS_ADDRESS",
+        "",
+        _listen_address,
+        "host:port on which to serve the Prometheus metrics instead of the main port (at any "
+        "path), e.g. 127.0.0.1:9100; the main port then answers 404 there",
+        "prometheus_address",
+        tuple[str, int] | None,
     ),
     Setting(
         "FLAGADMIN_INTEGRATIONS_ALLOW_PRIVATE",

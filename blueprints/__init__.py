@@ -12,6 +12,7 @@ from . import (
     api_tokens,
     applications,
     archived_features,
+    backstage,
     client_metrics,
     dependencies,
     feature_archive,
@@ -35,6 +36,8 @@ BLUEPRINTS = (
     scim_token.bp,
     scim.bp,
     health.bp,
+    # The Prometheus metrics, on the reference server's path.
+    backstage.bp,
     # Flags change through the API.
     features.bp,
     feature_archive.bp,

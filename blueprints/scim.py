@@ -48,6 +48,7 @@ from ..directory.protocol import (
 )
 from ..directory.resources import Site
 from ..store import Conflict, Unavailable, scim_tokens
+from ..web import telemetry
 from ..web.auth import MAX_TOKEN_LENGTH
 from ..web.database import connection
 from ..web.errors import AuthenticationRequired, TooManyRequestsError
@@ -211,6 +212,15 @@ def _route(rule: str, endpoint: str, **methods: Callable[..., Response]) -> None
 def _handle_http_exception(exc: HTTPException) -> Response:
     """Errors raised before a SCIM view runs (the body limit's 413) in SCIM's words."""
     return _failure(exc)
+
+
+@bp.after_request
+def _counted(response: Response) -> Response:
+    """Count the request by resource type, method and status (the Prometheus metrics,
+    ``web/telemetry.py``); never by its path, which holds ids."""
+    rule = request.url_rule
+    telemetry.scim_request(None if rule is None else rule.rule, request.method, response.status_code)
+    return response
 
 
 # --- discovery (RFC 7644 section 4) --------------------------------------------------------------

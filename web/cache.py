@@ -20,6 +20,8 @@ from typing import Any, Generic, TypeVar
 from cachetools import LRUCache
 from isal import igzip
 
+from .telemetry import cache_counters
+
 V = TypeVar("V")
 
 #: Bytes counted for an entry beyond its body: the key, the entry object, the LRU links.
@@ -123,8 +125,9 @@ class AnswerCache(Generic[V]):
     """Values by key, at most ``max_bytes`` of them (a value's ``size`` attribute plus
     :data:`ENTRY_OVERHEAD`), least recently used dropped first; safe across threads.
 
-    ``name`` says what the cache holds (for logs and the docs); ``enabled=False`` makes
-    every :meth:`get_or_build` build.
+    ``name`` says what the cache holds (for logs, the docs and the Prometheus counters of hits
+    and misses, ``web/telemetry.py``); ``enabled=False`` makes every :meth:`get_or_build` build
+    (and counts nothing).
     """
 
     def __init__(self, name: str, max_bytes: int, *, enabled: bool = True):
@@ -132,13 +135,18 @@ class AnswerCache(Generic[V]):
         self.enabled = enabled and max_bytes > 0
         self._entries: LRUCache = LRUCache(maxsize=max(max_bytes, 1), getsizeof=_size)
         self._lock = threading.Lock()
+        self._hits, self._misses = cache_counters(name)
 
     def get(self, key: Hashable) -> V | None:
-        """The value kept for ``key``, or None."""
+        """The value kept for ``key``, or None; counted as a hit or a miss (a caller that then
+        finds the value no longer true, as the ``callers`` cache checks a token's expiry, has
+        it counted as a hit all the same)."""
         if not self.enabled:
             return None
         with self._lock:
-            return self._entries.get(key)
+            value = self._entries.get(key)
+        (self._misses if value is None else self._hits).inc()
+        return value
 
     def put(self, key: Hashable, value: V) -> V:
         """Keep ``value`` for ``key`` (a value larger than the whole bound is not kept)."""
@@ -154,11 +162,16 @@ class AnswerCache(Generic[V]):
         else ``build()``, keep it and return it.
 
         Two threads missing the same key at once may both build; the last one's value stays.
-        Building happens outside the lock, so a slow build never blocks other keys.
+        Building happens outside the lock, so a slow build never blocks other keys. A value
+        found but not ``fresh`` counts as a miss.
         """
-        value = self.get(key)
-        if value is not None and (fresh is None or fresh(value)):
-            return value
+        if self.enabled:
+            with self._lock:
+                value = self._entries.get(key)
+            if value is not None and (fresh is None or fresh(value)):
+                self._hits.inc()
+                return value
+            self._misses.inc()
         return self.put(key, build())
 
     def pop(self, key: Hashable) -> None:
