@@ -17,6 +17,7 @@ from . import blueprints
 from .blueprints import backstage, docs
 from .clients.metrics import Aggregator
 from .config import DEFAULT_DATABASE, settings_from_env
+from .frontend.engines import Engines
 from .store import connect, is_postgresql, schema
 from .store import settings as store_settings
 from .store.postgresql import PostgresDatabase
@@ -96,6 +97,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app_state.token_uses = TokenUses(app_state.open_connection, app.config["TOKEN_USES_FLUSH_S"])
     app_state.client_metrics = Aggregator(app_state.open_connection, clock)
+    app_state.engines = Engines()
     database.init_app(app)
 
     # 5. Blueprints: one per operation.

@@ -93,6 +93,9 @@ class AppState:
     #: What SDKs reported, written in batches (:class:`flagadmin.clients.metrics.Aggregator`;
     #: ``serve`` starts its writer thread, :class:`flagadmin.clients.writer.Writer`).
     client_metrics: Any = None
+    #: The yggdrasil engines the Frontend API and OFREP evaluate with, one per (environment,
+    #: project set) (:class:`flagadmin.frontend.engines.Engines`).
+    engines: Any = None
     #: On PostgreSQL, the process's connection pool (:class:`~flagadmin.store.postgresql.PostgresDatabase`);
     #: None on SQLite, where each thread keeps its own connection in ``connections``.
     pool: Any = None
