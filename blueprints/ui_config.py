@@ -1,14 +1,18 @@
-"""Spec 4.3: ``GET /api/admin/ui-config``, what the admin UI needs to start."""
+"""Spec 4.3: ``GET /api/admin/ui-config``, what the admin UI needs to start, and ``POST
+/api/admin/ui-config/cors``, which sets its ``frontendApiOrigins`` (the reference's)."""
 
 from __future__ import annotations
 
 import orjson
 from flask import Blueprint
-from marshmallow import Schema, fields, validate
+from marshmallow import RAISE, Schema, fields, validate
 from werkzeug.http import generate_etag
 
 from .. import __version__, revision
+from ..events import Actor
+from ..frontend import cors
 from ..spec import AUTHENTICATION_TYPES, POSITIVE_RESOURCE_LIMITS, RESOURCE_LIMITS
+from ..web.auth import Permission
 from ..web.cache import Answer
 from ..web.operations import operation
 from ..web.state import state
@@ -70,9 +74,13 @@ class UiConfigSchema(Schema):
     serviceAIAvailable = fields.Boolean()
 
 
-def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
-    """Return the ui-config record for ``settings`` (a :class:`~flagadmin.config.Settings`)."""
+def ui_config(settings, base_uri_path: str, instance_id: str, frontend_api_origins=None) -> dict:
+    """Return the ui-config record for ``settings`` (a :class:`~flagadmin.config.Settings`);
+    ``frontend_api_origins``: those set through ``POST /api/admin/ui-config/cors`` (None: the
+    setting's)."""
     limits = dict(settings.resource_limits)
+    if frontend_api_origins is None:
+        frontend_api_origins = settings.frontend_api_origins
     return {
         "slogan": settings.slogan,
         "name": settings.name,
@@ -87,7 +95,7 @@ def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
         "strategySegmentsLimit": limits["strategySegments"],
         "resourceLimits": limits,
         "networkViewEnabled": False,
-        "frontendApiOrigins": list(settings.frontend_api_origins),
+        "frontendApiOrigins": list(frontend_api_origins),
         "flags": {},
         "links": [],
         "authenticationType": settings.authentication_type,
@@ -114,14 +122,55 @@ def ui_config(settings, base_uri_path: str, instance_id: str) -> dict:
 def get_ui_config(caller, conn):
     """Version information, resource limits and instance settings. Any valid API token.
 
-    The answer depends on start-up settings only, so it is built once per app, through
-    :class:`UiConfigSchema`.
+    The answer depends on start-up settings and on the Frontend API's origins (set through
+    POST /api/admin/ui-config/cors, read from the database each time), so it is built once
+    per app and set of origins, through :class:`UiConfigSchema`.
     """
     app_state = state()
+    origins = cors.stored_origins(conn)
 
     def build() -> Answer:
-        record = ui_config(app_state.settings, app_state.base_uri_path, app_state.instance_id)
+        record = ui_config(app_state.settings, app_state.base_uri_path, app_state.instance_id, origins)
         body = orjson.dumps(UiConfigSchema().dump(record))
         return Answer(body, generate_etag(body))
 
-    return app_state.caches.fixed_answers.get_or_build("ui-config", build)
+    return app_state.caches.fixed_answers.get_or_build(("ui-config", origins), build)
+
+
+class SetCorsSchema(Schema):
+    """The reference's ``setCorsSchema``."""
+
+    class Meta:
+        unknown = RAISE
+
+    frontendApiOrigins = fields.Raw(
+        required=True,
+        metadata={
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Origins the Frontend API accepts requests from (scheme://host[:port]),"
+            " or * for all.",
+        },
+    )
+
+
+@operation(
+    bp,
+    "/ui-config/cors",
+    method="POST",
+    section="4.3",
+    summary="Set the origins the Frontend API accepts requests from",
+    response=None,
+    body=SetCorsSchema(),
+    permission=Permission.ADMIN,
+    status=204,
+)
+def set_cors(caller, conn, body):
+    """Set ui-config's frontendApiOrigins: the origins whose pages may call the Frontend API
+    (CORS). Each is * (every origin) or an origin as a browser sends it (scheme, host, port
+    only); an empty list allows every origin, as the reference's. Stored in the database (it
+    overrides FLAGADMIN_FRONTEND_API_ORIGINS from then on, for every process) with the event
+    setting-created or setting-updated; in force from the next request."""
+    cors.set_origins(
+        conn, Actor.of_caller(caller), body["frontendApiOrigins"], state().settings.frontend_api_origins
+    )
