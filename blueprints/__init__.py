@@ -17,6 +17,7 @@ from . import (
     dependencies,
     feature_archive,
     features,
+    frontend_api,
     group_roles,
     health,
     integration_events,
@@ -55,6 +56,8 @@ BLUEPRINTS = (
     # applications they make (/api/admin/metrics).
     client_metrics.bp,
     applications.bp,
+    # Flags evaluated for browser SDKs (the reference server's /api/frontend).
+    frontend_api.bp,
 )
 
 
