@@ -10,6 +10,7 @@ console script's entry point; the commands live by subject beside it and are add
 ``serve.py``        ``serve`` (in named steps, with its warm-up), ``deliver``
 ``projects.py``     ``project create|update|delete|role``, ``environment add``
 ``directory.py``    ``group-role``
+``roles.py``        ``role create|update|list|delete``
 ``common.py``       what they share: ``--db``, :func:`open_database`, the version line
 ==================  ===========================================================
 
@@ -31,7 +32,7 @@ import click
 
 from .. import revision
 from ..store import StoreError, Unavailable
-from . import data, directory, projects, serve, tokens
+from . import data, directory, projects, roles, serve, tokens
 from .common import one_line, version_message
 
 
@@ -110,7 +111,7 @@ def cli() -> None:
     """
 
 
-for _module in (data, tokens, serve, projects, directory):
+for _module in (data, tokens, serve, projects, directory, roles):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -35,7 +35,11 @@ def _describe_mapping(mapping: dict[str, Any]) -> str:
 @click.argument("group")
 @click.option("--root-role", type=click.Choice(ROOT_ROLES), help="A root role for its members.")
 @click.option("--project", "project_id", metavar="ID", help="A project to give its members a role in.")
-@click.option("--role", metavar="ROLE", help="With --project: Owner, Member or a custom role's name.")
+@click.option(
+    "--role",
+    metavar="ROLE",
+    help="With --project: Owner, Member or a declared custom role (`flagadmin role list`).",
+)
 @click.option("--remove", is_flag=True, help="Take the root role or project role back instead.")
 def group_role(
     database: str, group: str, root_role: str | None, project_id: str | None, role: str | None, remove: bool

@@ -97,9 +97,10 @@ def project_delete(database: str, project_id: str) -> None:
 @click.argument("role", metavar="ROLE")
 @click.option("--remove", is_flag=True, help="Take ROLE from USER instead.")
 def project_role(database: str, project_id: str, username: str, role: str, remove: bool) -> None:
-    """Make ROLE (Owner, Member or a custom role's name) USER's role in PROJECT, replacing
-    any other she has there; with --remove, take ROLE from her. Any role lets a user see and
-    change the project's flags.
+    """Make ROLE (Owner, Member or a custom role declared with `flagadmin role create`) USER's
+    role in PROJECT, replacing any other she has there; with --remove, take ROLE from her. She
+    may then do in the project what ROLE grants (`flagadmin role list`); any role lets her see
+    the project's flags.
 
     \b
     Examples:

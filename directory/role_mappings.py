@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from .. import events
+from ..permissions import roles as permission_roles
 from ..refusals import Invalid, NotFound
 from ..spec import ROOT_ROLES
 from ..store import Connection
@@ -138,13 +139,15 @@ def remove_group_root_role(
 def change_group_project_role(
     conn: Connection, group: str, project: str, role: str, *, remove: bool, actor: events.Actor, clock: Clock
 ) -> dict[str, Any]:
-    """Make ``group`` grant ``role`` (``Owner``, ``Member`` or a custom role) in ``project``
-    to its members, or take it back (``remove``). Records
-    ``project-access-group-roles-updated`` (``...-deleted`` when no role is left). Returns the
-    group's mapping.
+    """Make ``group`` grant ``role`` (``Owner``, ``Member`` or a declared custom role,
+    ``flagadmin role list``) in ``project`` to its members, or take it back (``remove``: any
+    name it grants). Records ``project-access-group-roles-updated`` (``...-deleted`` when no
+    role is left). Returns the group's mapping.
 
     :raise UnknownProject: no project has the id ``project``.
     :raise MappingError: an empty group name or role.
+    :raise flagadmin.refusals.Invalid: a role to give that is not declared (the message lists
+        the declared roles).
     """
     name = _group_name(group)
     role = role or ""
@@ -155,6 +158,8 @@ def change_group_project_role(
     with conn.write("directory"):
         if not store.project_exists(conn, project):
             raise UnknownProject(f"No project has the id {quoted(str(project))}.")
+        if not remove:
+            permission_roles.require_declared(conn, role)
         before = store.project_roles_of_group(conn, name, project)
         if remove:
             store.remove_project_role_of_group(conn, name, project, role)

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import events
 from ..events import Actor
+from ..permissions import roles as permission_roles
 from ..records import as_json
 from ..refusals import Conflict, Invalid, NotFound
 from ..store import Connection
@@ -146,19 +147,20 @@ def _role_data(user: dict[str, Any], role: str) -> dict[str, Any]:
 def set_role(
     conn: Connection, actor: Actor, project_id: str, username: str, role: str, clock: Clock = SYSTEM_CLOCK
 ) -> str:
-    """Make ``role`` (``Owner``, ``Member`` or a custom role's name) the user's only role in
-    the project. Records ``project-user-added`` when she had none there,
+    """Make ``role`` (``Owner``, ``Member`` or a declared custom role's name) the user's only
+    role in the project. Records ``project-user-added`` when she had none there,
     ``project-user-role-changed`` (``preData.roleName``: her earlier roles, comma-separated)
     when she had others. Returns ``"added"``, ``"changed"`` or ``"unchanged"``.
 
     :raise NotFound: no such project or user.
-    :raise Invalid: an empty role.
+    :raise Invalid: an empty role, or one not declared (the message lists the declared roles).
     """
     role = role.strip()
     if not role:
         raise Invalid("A role name cannot be empty.")
     with conn.write(LOCK):
         _, user = _member(conn, project_id, username)
+        permission_roles.require_declared(conn, role)
         before = store_projects.member_roles(conn, project_id, user["id"])
         if before == [role]:
             return "unchanged"
