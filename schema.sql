@@ -639,6 +639,26 @@ CREATE TABLE IF NOT EXISTS role_permissions (
     environment TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (role, permission, environment)
 ) WITHOUT ROWID;
+-- The built-in roles Owner and Member, granting what the reference server's grant (what each
+-- grants and why: permissions/roles.py, whose BUILT_IN a test holds equal to these rows): Owner
+-- every project permission, Member the flags' work without the project's administration, both
+-- in every environment. A custom role is declared by `flagadmin role create`.
+INSERT OR IGNORE INTO roles (name, description, built_in, created_at) VALUES
+    ('Owner', 'Every project permission, in every environment.', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    ('Member', 'The project''s flags: create, change, archive, their strategies, environments, variants'
+        || ' and dependencies, and project API tokens, in every environment; not the project itself.', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+INSERT OR IGNORE INTO role_permissions (role, permission) VALUES
+    ('Owner', 'CREATE_FEATURE'), ('Owner', 'CREATE_FEATURE_STRATEGY'),
+    ('Owner', 'CREATE_PROJECT_API_TOKEN'), ('Owner', 'DELETE_FEATURE'),
+    ('Owner', 'DELETE_FEATURE_STRATEGY'), ('Owner', 'DELETE_PROJECT'),
+    ('Owner', 'DELETE_PROJECT_API_TOKEN'), ('Owner', 'READ_PROJECT_API_TOKEN'),
+    ('Owner', 'UPDATE_FEATURE'), ('Owner', 'UPDATE_FEATURE_DEPENDENCY'),
+    ('Owner', 'UPDATE_FEATURE_ENVIRONMENT'), ('Owner', 'UPDATE_FEATURE_ENVIRONMENT_VARIANTS'),
+    ('Owner', 'UPDATE_FEATURE_STRATEGY'), ('Owner', 'UPDATE_FEATURE_VARIANTS'),
+    ('Owner', 'UPDATE_PROJECT'), ('Owner', 'UPDATE_PROJECT_SEGMENT');
+INSERT OR IGNORE INTO role_permissions (role, permission)
+    SELECT 'Member', permission FROM role_permissions
+    WHERE role = 'Owner' AND permission NOT IN ('UPDATE_PROJECT', 'DELETE_PROJECT', 'UPDATE_PROJECT_SEGMENT');
 
 -- ==== SDK traffic: applications, instances, metrics (schema version 11) ==================
 -- Written in batches off the request path (flagadmin.clients), never by a request itself.
@@ -696,23 +716,3 @@ CREATE TABLE IF NOT EXISTS unknown_flags (
     last_seen_at TEXT NOT NULL,
     PRIMARY KEY (name, app_name, environment)
 ) WITHOUT ROWID;
--- The built-in roles Owner and Member, granting what the reference server's grant (what each
--- grants and why: permissions/roles.py, whose BUILT_IN a test holds equal to these rows): Owner
--- every project permission, Member the flags' work without the project's administration, both
--- in every environment. A custom role is declared by `flagadmin role create`.
-INSERT OR IGNORE INTO roles (name, description, built_in, created_at) VALUES
-    ('Owner', 'Every project permission, in every environment.', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    ('Member', 'The project''s flags: create, change, archive, their strategies, environments, variants'
-        || ' and dependencies, and project API tokens, in every environment; not the project itself.', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
-INSERT OR IGNORE INTO role_permissions (role, permission) VALUES
-    ('Owner', 'CREATE_FEATURE'), ('Owner', 'CREATE_FEATURE_STRATEGY'),
-    ('Owner', 'CREATE_PROJECT_API_TOKEN'), ('Owner', 'DELETE_FEATURE'),
-    ('Owner', 'DELETE_FEATURE_STRATEGY'), ('Owner', 'DELETE_PROJECT'),
-    ('Owner', 'DELETE_PROJECT_API_TOKEN'), ('Owner', 'READ_PROJECT_API_TOKEN'),
-    ('Owner', 'UPDATE_FEATURE'), ('Owner', 'UPDATE_FEATURE_DEPENDENCY'),
-    ('Owner', 'UPDATE_FEATURE_ENVIRONMENT'), ('Owner', 'UPDATE_FEATURE_ENVIRONMENT_VARIANTS'),
-    ('Owner', 'UPDATE_FEATURE_STRATEGY'), ('Owner', 'UPDATE_FEATURE_VARIANTS'),
-    ('Owner', 'UPDATE_PROJECT'), ('Owner', 'UPDATE_PROJECT_SEGMENT');
-INSERT OR IGNORE INTO role_permissions (role, permission)
-    SELECT 'Member', permission FROM role_permissions
-    WHERE role = 'Owner' AND permission NOT IN ('UPDATE_PROJECT', 'DELETE_PROJECT', 'UPDATE_PROJECT_SEGMENT');
