@@ -37,6 +37,7 @@ from ..frontend import api as frontend_api
 from ..frontend import context as frontend_context
 from ..frontend import cors
 from ..store import StoreError
+from ..web import telemetry
 from ..web.auth import Permission
 from ..web.cache import Answer, AnswerCache
 from ..web.database import connection, versions
@@ -252,6 +253,7 @@ def frontend_metrics(caller, conn, body):
     state().client_metrics.record_metrics(
         caller, body, request.remote_addr, "frontend", sdk_version=request.headers.get("unleash-sdk") or None
     )
+    telemetry.sdk_metrics_post("frontend")
 
 
 frontend_metrics.max_content_length = MAX_BODY
@@ -273,6 +275,7 @@ def frontend_register(caller, conn, body):
     and instance (SDK type frontend) are recorded as a backend SDK's registration is, where the
     reference records nothing. 200, as the reference."""
     state().client_metrics.record_registration(caller, body, request.remote_addr, "frontend")
+    telemetry.sdk_registration("frontend")
 
 
 frontend_register.max_content_length = MAX_BODY

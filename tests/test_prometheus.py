@@ -21,6 +21,7 @@ from scim_helpers import Scim, new_scim_token
 from flagadmin import events
 from flagadmin.config import Settings
 from flagadmin.integrations.worker import Worker
+from flagadmin.tokens import changes
 
 from helpers import auth, free_port, wait_until
 from receiver import Receiver
@@ -279,6 +280,58 @@ def test_scim_request__counted_by_resource_type_and_status(client, db):
         moved(before, after, f"{HTTP}_count", path="/scim/v2/Users/:resource_id", method="GET", status="404")
         == 1
     )
+
+
+SDK_REGISTRATION = {
+    "appName": "checkout-service",
+    "instanceId": "pod-1",
+    "sdkVersion": "unleash-python-sdk:6.9.1",
+    "strategies": ["default"],
+    "started": "2026-11-27T10:00:00Z",
+    "interval": 60,
+}
+SDK_METRICS = {
+    "appName": "checkout-service",
+    "instanceId": "pod-1",
+    "bucket": {
+        "start": "2026-11-27T10:15:00Z",
+        "stop": "2026-11-27T10:16:00Z",
+        "toggles": {"f": {"yes": 3, "no": 1, "variants": {}}},
+    },
+}
+
+
+def test_sdk_traffic__registrations_and_metrics_posts_by_api(client, db):
+    # Given: a client token and a frontend token
+    tokens = {
+        kind: changes.create_api_token(
+            db, events.COMMAND_LINE, type=kind, name=kind, environment="development", projects=["*"]
+        )[0]
+        for kind in ("client", "frontend")
+    }
+    before = scrape(client)
+    # When: each registers and reports once, and a report is refused
+    client_headers, frontend_headers = auth(tokens["client"]), auth(tokens["frontend"])
+    assert (
+        client.post("/api/client/register", json=SDK_REGISTRATION, headers=client_headers).status_code == 202
+    )
+    assert client.post("/api/client/metrics", json=SDK_METRICS, headers=client_headers).status_code == 202
+    assert client.post("/api/client/metrics", json={"bucket": {}}, headers=client_headers).status_code == 400
+    front = "/api/frontend/client"
+    assert (
+        client.post(f"{front}/register", json=SDK_REGISTRATION, headers=frontend_headers).status_code == 200
+    )
+    assert client.post(f"{front}/metrics", json=SDK_METRICS, headers=frontend_headers).status_code == 200
+    assert client.get("/api/client/features", headers=client_headers).status_code == 200
+    after = scrape(client)
+    # Then: accepted ones counted by API; every request in the HTTP histogram by its route
+    assert moved(before, after, "flagadmin_sdk_registrations_total", api="client") == 1
+    assert moved(before, after, "flagadmin_sdk_metrics_posts_total", api="client") == 1
+    assert moved(before, after, "flagadmin_sdk_registrations_total", api="frontend") == 1
+    assert moved(before, after, "flagadmin_sdk_metrics_posts_total", api="frontend") == 1
+    assert moved(before, after, f"{HTTP}_count", path="/api/client/metrics", method="POST", status="400") == 1
+    assert moved(before, after, f"{HTTP}_count", path="/api/client/features", method="GET", status="200") == 1
+    assert moved(before, after, f"{HTTP}_count", path=f"{front}/metrics", method="POST", status="200") == 1
 
 
 def test_answer_cache__miss_then_hit(make_app, admin_token, answer_cache):

@@ -126,17 +126,18 @@ SCIM_REQUESTS = Counter(
     registry=REGISTRY,
 )
 #: Moved once per registration an SDK posts and flagadmin accepts (``api``: ``client`` for
-#: ``POST /api/client/register``, ``frontend`` for the Frontend API's), by the blueprints of
-#: those routes: :func:`sdk_registration`.
+#: ``POST /api/client/register``, ``frontend`` for the Frontend API's
+#: ``/api/frontend/client/register``), by the views of those routes: :func:`sdk_registration`.
 SDK_REGISTRATIONS = Counter(
     "flagadmin_sdk_registrations_total",
     "SDK registrations accepted (an application instance announcing itself), by API.",
     ["api"],
     registry=REGISTRY,
 )
-#: Moved once per metrics report an SDK posts and flagadmin accepts (``api``: ``client`` for
-#: ``POST /api/client/metrics``, ``frontend`` for the Frontend API's), by the blueprints of
-#: those routes: :func:`sdk_metrics_post`.
+#: Moved once per metrics report flagadmin accepts (``api``: ``client`` for ``POST
+#: /api/client/metrics``, ``edge`` for Unleash Edge's ``/api/client/metrics/bulk``, ``frontend``
+#: for the Frontend API's ``/api/frontend/client/metrics``), by the views of those routes:
+#: :func:`sdk_metrics_post`.
 SDK_METRICS_POSTS = Counter(
     "flagadmin_sdk_metrics_posts_total",
     "SDK metrics reports accepted, by API.",
@@ -159,7 +160,7 @@ CACHE_MISSES = Counter(
 #: The states of the delivery counter and the APIs of the SDK counters: their series exist
 #: from the start (at 0), so that a rate over them is never missing.
 DELIVERY_STATES = ("delivered", "pending", "failed", "cancelled")
-SDK_APIS = ("client", "frontend")
+SDK_APIS = ("client", "frontend", "edge")
 
 for _type in EVENT_TYPES:
     EVENTS_RECORDED.labels(_type)
@@ -280,12 +281,12 @@ def scim_request(rule: str | None, method: str, status: int) -> None:
 
 
 def sdk_registration(api: str) -> None:
-    """Count one accepted SDK registration of ``api`` (``client`` or ``frontend``)."""
+    """Count one accepted SDK registration of ``api`` (``client``, ``frontend`` or ``edge``)."""
     SDK_REGISTRATIONS.labels(api if api in SDK_APIS else "client").inc()
 
 
 def sdk_metrics_post(api: str) -> None:
-    """Count one accepted SDK metrics report of ``api`` (``client`` or ``frontend``)."""
+    """Count one accepted SDK metrics report of ``api`` (``client``, ``frontend`` or ``edge``)."""
     SDK_METRICS_POSTS.labels(api if api in SDK_APIS else "client").inc()
 
 
