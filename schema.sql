@@ -559,6 +559,35 @@ CREATE TABLE IF NOT EXISTS strategy_types (
     sort_order  INTEGER NOT NULL DEFAULT 0,
     created_at  TEXT NOT NULL
 );
+-- The built-in types, which every SDK evaluates (their parameter names are the SDKs'); they
+-- cannot be changed or deleted, only deprecated. userWithId and the gradualRollout types start
+-- deprecated, as the reference server had them before it stopped listing them.
+INSERT OR IGNORE INTO strategy_types (name, description, parameters, built_in, deprecated, sort_order, created_at) VALUES
+    ('flexibleRollout', 'On for a percentage of users, the same users every time (sticky on a context field).',
+     '[{"name":"rollout","type":"percentage","description":"Percentage of users it is on for, 0 to 100 (default 100).","required":false},{"name":"stickiness","type":"string","description":"Context field users are bucketed by: default, userId, sessionId, random or another field (default: default).","required":false},{"name":"groupId","type":"string","description":"Bucketing group: flags with the same groupId and rollout are on for the same users (default: the flag name).","required":false}]',
+     1, 0, 0, '1970-01-01T00:00:00.000Z'),
+    ('default', 'On for everyone: the strategy of a plain on/off flag.',
+     '[]',
+     1, 0, 1, '1970-01-01T00:00:00.000Z'),
+    ('userWithId', 'On for the users listed.',
+     '[{"name":"userIds","type":"list","description":"Comma-separated user ids.","required":true}]',
+     1, 1, 2, '1970-01-01T00:00:00.000Z'),
+    ('gradualRolloutUserId', 'On for a percentage of users, by user id (flexibleRollout does it and more).',
+     '[{"name":"percentage","type":"percentage","description":"Percentage of users, 0 to 100.","required":true},{"name":"groupId","type":"string","description":"Bucketing group: flags with the same groupId and percentage are on for the same users.","required":true}]',
+     1, 1, 3, '1970-01-01T00:00:00.000Z'),
+    ('gradualRolloutSessionId', 'On for a percentage of sessions, by session id (flexibleRollout does it and more).',
+     '[{"name":"percentage","type":"percentage","description":"Percentage of sessions, 0 to 100.","required":true},{"name":"groupId","type":"string","description":"Bucketing group: flags with the same groupId and percentage are on for the same sessions.","required":true}]',
+     1, 1, 4, '1970-01-01T00:00:00.000Z'),
+    ('gradualRolloutRandom', 'On at random for a percentage of evaluations, with no stickiness (flexibleRollout does it and more).',
+     '[{"name":"percentage","type":"percentage","description":"Percentage of evaluations, 0 to 100.","required":true}]',
+     1, 1, 5, '1970-01-01T00:00:00.000Z'),
+    ('remoteAddress', 'On for requests from the addresses listed.',
+     '[{"name":"IPs","type":"list","description":"Comma-separated IP addresses or CIDR ranges.","required":true}]',
+     1, 0, 6, '1970-01-01T00:00:00.000Z'),
+    ('applicationHostname', 'On on the hosts listed.',
+     '[{"name":"hostNames","type":"list","description":"Comma-separated host names.","required":true}]',
+     1, 0, 7, '1970-01-01T00:00:00.000Z')
+;
 
 -- Segments: named lists of constraints, global (project_id NULL) or of one project.
 -- constraints: [{contextName, operator, values, value?, inverted, caseInsensitive}].

@@ -25,6 +25,7 @@ from . import (
     scim,
     scim_token,
     segments,
+    strategies,
     ui_config,
     variants,
 )
@@ -52,6 +53,8 @@ BLUEPRINTS = (
     segments.bp,
     variants.bp,
     dependencies.bp,
+    # Rollout rules: strategy types and a flag environment's strategies.
+    strategies.bp,
     # What SDKs report (the reference server's /api/client/register and /metrics) and the
     # applications they make (/api/admin/metrics).
     client_metrics.bp,

@@ -151,6 +151,10 @@ class FlagEnvironmentSchema(Schema):
     enabled = fields.Boolean(required=True)
     sortOrder = fields.Integer()
     lastSeenAt = Timestamp(allow_none=True)
+    # by name: the schema is blueprints/strategies.py's, which imports this module
+    strategies = fields.List(
+        fields.Nested("FlagStrategySchema"), metadata={"description": "The strategies there, in order."}
+    )
     # by name: the schema is blueprints/variants.py's, which imports this module
     variants = fields.List(
         fields.Nested("FlagVariantSchema"), metadata={"description": "The flag's variants there, by name."}

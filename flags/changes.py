@@ -11,15 +11,18 @@ rule; a refusal is one of :mod:`flagadmin.refusals`, and nothing is written.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from .. import events
 from ..events import Actor
+from ..permissions.names import CREATE_FEATURE_STRATEGY
 from ..refusals import Conflict, Invalid, NotFound
 from ..store import Connection
 from ..store import environments as store_environments
 from ..store import features as store_features
+from ..store import strategies as store_strategies
 from ..store.tokens import Caller
 from ..timestamps import Clock
 from . import limits as resource_limits
@@ -35,7 +38,14 @@ from .access import (
     require,
 )
 from .names import name_problem, reserved_problem
-from .wire import as_event_tags, event_data, event_tags, feature_wire
+from .wire import (
+    as_event_tags,
+    event_data,
+    event_tags,
+    feature_wire,
+    flexible_rollout_parameters,
+    strategy_wire,
+)
 
 #: The transaction's lock name: every flag change serialises on it (and so do the project,
 #: role and environment changes of :mod:`flagadmin.flags.projects`, and a seed load).
@@ -133,8 +143,10 @@ def create(
             tags=as_event_tags(tags),
             clock=clock,
         )
-        # a flag just created is nobody's favorite yet
-        return feature_wire(conn, flag, caller.user_id, tags, environments=environments, favorite=False)
+        # a flag just created is nobody's favorite yet, and has no strategy
+        return feature_wire(
+            conn, flag, caller.user_id, tags, environments=environments, favorite=False, strategies={}
+        )
 
 
 def _unique_tags(tags: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -155,11 +167,14 @@ def set_enabled(
     clock: Clock,
 ) -> dict[str, Any]:
     """Switch a live flag on or off in ``environment``; record
-    ``feature-environment-enabled``/``-disabled`` when that changed anything. Returns the
-    flag (``featureSchema``).
+    ``feature-environment-enabled``/``-disabled`` when that changed anything. Switched on with
+    no strategy there but disabled ones, the flag gets a flexibleRollout of 100 % first
+    (``feature-strategy-add``), as the reference server does. Returns the flag
+    (``featureSchema``).
 
     :raise NotFound: no such project, flag in it, or environment in the install.
-    :raise Forbidden: the caller lacks UPDATE_FEATURE_ENVIRONMENT.
+    :raise Forbidden: the caller lacks UPDATE_FEATURE_ENVIRONMENT in ``environment``, or (to
+        switch on a flag that needs that first strategy) CREATE_FEATURE_STRATEGY there.
     :raise Conflict: the flag is archived.
     """
     with conn.write(LOCK):
@@ -179,6 +194,8 @@ def set_enabled(
                 "adds one with `flagadmin environment add NAME`)."
             )
         refuse_archived(flag)
+        if enabled and not store_strategies.has_enabled(conn, name, environment):
+            _add_first_strategy(conn, caller, flag, environment, clock)
         if store_features.set_enabled(conn, name, environment, enabled):
             events.record(
                 conn,
@@ -191,6 +208,47 @@ def set_enabled(
                 clock=clock,
             )
         return feature_wire(conn, flag, caller.user_id)
+
+
+def _add_first_strategy(
+    conn: Connection, caller: Caller, flag: dict[str, Any], environment: str, clock: Clock
+) -> None:
+    """Give ``flag`` (with its ``event_tags``) a flexibleRollout of 100 % in ``environment``,
+    last in order, and record ``feature-strategy-add``: what the reference server does when a
+    flag with no strategy there (or only disabled ones) is switched on. Call inside the switch's
+    write transaction.
+
+    :raise Forbidden: the caller lacks CREATE_FEATURE_STRATEGY in ``environment``.
+    """
+    name, project_id = flag["name"], flag["project_id"]
+    require(conn, caller, project_id, CREATE_FEATURE_STRATEGY, environment)
+    place = store_strategies.place(conn, name, environment, None)
+    row = store_strategies.insert(
+        conn,
+        id=str(uuid.uuid4()),
+        feature_name=name,
+        environment=environment,
+        strategy_name="flexibleRollout",
+        title=None,
+        disabled=False,
+        sort_order=place["next_sort_order"],
+        parameters=flexible_rollout_parameters({}, name),
+        constraints=[],
+        variants=[],
+        created_at=clock.now_rfc3339(),
+        created_by_user_id=caller.user_id,
+    )
+    events.record(
+        conn,
+        "feature-strategy-add",
+        Actor.of_caller(caller),
+        project=project_id,
+        environment=environment,
+        feature_name=name,
+        data=strategy_wire(row, []),
+        tags=flag["event_tags"],
+        clock=clock,
+    )
 
 
 def archive(conn: Connection, caller: Caller, project_id: str, name: str, clock: Clock) -> None:

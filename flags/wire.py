@@ -6,7 +6,11 @@
   order of ``blueprints.features.ProjectFlagsSchema`` (its environments: ``variantCount``
   before ``lastSeenAt``, as the reference server's openapi.json has them);
 - :func:`event_data` and :func:`as_event_tags`: a flag and its tags as the reference server's
-  feature events carry them (``data``/``preData``, ``tags``; spec 2.3, 6).
+  feature events carry them (``data``/``preData``, ``tags``; spec 2.3, 6);
+- :func:`strategy_wire`: one strategy of a flag environment as ``featureStrategySchema``, in
+  answers and in the ``feature-strategy-*`` events' ``data``/``preData``; a flag's answer shows
+  each environment's ``strategies`` in order. :func:`flexible_rollout_parameters` fills in
+  flexibleRollout's parameters as the reference server does on every write of one.
 
 The views' answers go through their response schemas' dump, which decides the keys sent.
 Nothing here checks who may read what: :mod:`flagadmin.flags.reads` does, before it builds.
@@ -20,6 +24,8 @@ from typing import Any
 from ..store import Connection
 from ..store import dependencies as store_dependencies
 from ..store import features as store_features
+from ..store import segments as store_segments
+from ..store import strategies as store_strategies
 from ..store import variants as store_variants
 
 
@@ -52,8 +58,47 @@ def event_tags(conn: Connection, name: str) -> list[dict[str, str]]:
     return as_event_tags(store_features.tags(conn, name))
 
 
-def _environment_wire(row: dict[str, Any], feature_name: str) -> dict[str, Any]:
-    """A flag in one environment (``FlagEnvironmentSchema``'s keys, in its order)."""
+#: flexibleRollout's parameters when left out or empty, as the reference server fills them in
+#: (``groupId``: the flag's name). An SDK evaluates a flexibleRollout without ``rollout`` as off.
+FLEXIBLE_ROLLOUT_DEFAULTS: dict[str, str] = {"rollout": "100", "stickiness": "default"}
+
+
+def flexible_rollout_parameters(parameters: dict[str, str], feature_name: str) -> dict[str, str]:
+    """``parameters`` of a flexibleRollout of flag ``feature_name`` with ``rollout``,
+    ``stickiness`` and ``groupId`` filled in where left out or empty
+    (:data:`FLEXIBLE_ROLLOUT_DEFAULTS`, the flag's name)."""
+    filled = dict(parameters)
+    for name, default in (*FLEXIBLE_ROLLOUT_DEFAULTS.items(), ("groupId", feature_name)):
+        if not filled.get(name):
+            filled[name] = default
+    return filled
+
+
+def strategy_wire(row: dict[str, Any], segments: list[int]) -> dict[str, Any]:
+    """A flag strategy (``store.strategies``' row) with the ids of the segments it uses, as the
+    reference server's ``featureStrategySchema`` (keys in its order)."""
+    return {
+        "id": row["id"],
+        "name": row["strategy_name"],
+        "title": row["title"],
+        "disabled": bool(row["disabled"]),
+        "featureName": row["feature_name"],
+        "sortOrder": row["sort_order"],
+        "segments": segments,
+        "constraints": row["constraints"],
+        "variants": row["variants"],
+        "parameters": row["parameters"],
+    }
+
+
+def _environment_wire(
+    row: dict[str, Any],
+    feature_name: str,
+    strategies: list[dict[str, Any]],
+    segments: dict[str, list[int]],
+) -> dict[str, Any]:
+    """A flag in one environment (``FlagEnvironmentSchema``'s keys, in its order), with its
+    ``strategies`` (``store.strategies``' rows, in order) and their ``segments`` (by strategy id)."""
     return {
         "name": row["name"],
         "featureName": feature_name,
@@ -62,6 +107,7 @@ def _environment_wire(row: dict[str, Any], feature_name: str) -> dict[str, Any]:
         "enabled": bool(row["enabled"]),
         "sortOrder": row["sort_order"],
         "lastSeenAt": row["last_seen_at"],
+        "strategies": [strategy_wire(strategy, segments.get(strategy["id"], [])) for strategy in strategies],
     }
 
 
@@ -73,12 +119,14 @@ def feature_wire(
     *,
     environments: list[dict[str, Any]] | None = None,
     favorite: bool | None = None,
+    strategies: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """One flag (``store.features``' row) in the reference server's ``featureSchema`` shape,
     as the user ``user_id`` sees it (None: an admin token, whose favorites are none), its keys
     in the order of ``blueprints.features.FlagSchema``. ``tags``, ``environments`` (as
-    :mod:`flagadmin.store.features` gives them) and ``favorite``: when the caller has them at
-    hand (it just wrote them); None: read."""
+    :mod:`flagadmin.store.features` gives them), ``favorite`` and ``strategies`` (as
+    ``store.strategies.of_flag`` gives them): when the caller has them at hand (it just wrote
+    them); None: read."""
     name = flag["name"]
     wire: dict[str, Any] = {
         "name": name,
@@ -99,7 +147,12 @@ def feature_wire(
             "imageUrl": flag["creator_image_url"] or "",
         }
     rows = store_features.environments(conn, name) if environments is None else environments
-    wire["environments"] = [_environment_wire(row, name) for row in rows]
+    by_environment = store_strategies.of_flag(conn, name) if strategies is None else strategies
+    # the segments are read only when there is a strategy to show them on
+    segments = store_segments.segment_ids_by_strategy(conn, name) if any(by_environment.values()) else {}
+    wire["environments"] = [
+        _environment_wire(row, name, by_environment.get(row["name"], []), segments) for row in rows
+    ]
     wire["tags"] = store_features.tags(conn, name) if tags is None else tags
     variants = store_variants.by_environment(conn, name)
     for environment in wire["environments"]:

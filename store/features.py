@@ -284,9 +284,20 @@ def revive(conn: Connection, name: str) -> None:
 
 
 def delete(conn: Connection, name: str) -> None:
-    """Remove the flag and everything that belongs to it (environments, tags, favorites);
-    call inside a write transaction. Its name becomes free again."""
+    """Remove the flag and everything that belongs to it (environments, tags, favorites, and
+    its rules: strategies with their segment links, variants, dependencies); call inside a
+    write transaction. Its name becomes free again."""
+    conn.run(
+        "DELETE FROM feature_strategy_segments WHERE strategy_id IN"
+        " (SELECT id FROM feature_strategies WHERE feature_name = ?)",
+        [name],
+    )
+    # a parent's children lose their dependency on it too (the dependencies' rules keep a flag
+    # with children from being archived, so there should be none)
+    conn.run("DELETE FROM feature_dependencies WHERE child = ? OR parent = ?", [name, name])
     for table, column in (
+        ("feature_strategies", "feature_name"),
+        ("feature_variants", "feature_name"),
         ("favorite_features", "feature_name"),
         ("feature_tags", "feature_name"),
         ("feature_environments", "feature_name"),

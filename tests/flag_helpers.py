@@ -131,7 +131,8 @@ WRITES: list[tuple[str, Callable | None, Callable, list[str]]] = [
         "on",
         _create,
         lambda c, t: c.post(toggle_path("default", NAME, "production", "on"), headers=auth(t)),
-        ["feature-environment-enabled"],
+        # a flag with no strategy there gets a flexibleRollout of 100 % first
+        ["feature-strategy-add", "feature-environment-enabled"],
     ),
     (
         "off",

@@ -24,6 +24,7 @@ FLAG_EVENTS = [
     "feature-stale-off",
     "feature-environment-enabled",
     "feature-environment-disabled",
+    "feature-strategy-add",
     "feature-archived",
     "feature-revived",
     "feature-deleted",

@@ -197,6 +197,7 @@ def test_switch_on_and_archive__events_carry_the_tags_as_a_read_gives_them(clien
     assert (switched.status_code, archived.status_code) == (200, 202)
     written = events_since(db, before)
     assert [(event["type"], event["tags"]) for event in written] == [
+        ("feature-strategy-add", expected),
         ("feature-environment-enabled", expected),
         ("feature-archived", expected),
     ]
@@ -660,7 +661,13 @@ def test_on__flag_switched_on__event_with_environment_and_list_shows_it(client, 
     assert_reference(response.get_json(), "featureSchema")
     enabled = {e["name"]: e["enabled"] for e in response.get_json()["environments"]}
     assert enabled == {"development": False, "production": True}
-    (event,) = events_since(db, before)
+    # the flag had no strategy there: it gets a flexibleRollout of 100 % first
+    added, event = events_since(db, before)
+    assert (added["type"], added["environment"], added["data"]["name"]) == (
+        "feature-strategy-add",
+        "production",
+        "flexibleRollout",
+    )
     assert (event["type"], event["environment"], event["project"], event["featureName"]) == (
         "feature-environment-enabled",
         "production",

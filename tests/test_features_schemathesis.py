@@ -74,7 +74,12 @@ def test_document__flag_routes_and_their_links(make_app):
     assert ("/api/admin/archive/revive/{featureName}", "POST") in operations
     assert ("/api/admin/archive/{featureName}", "DELETE") in operations
     assert ("/api/admin/archive/features", "GET") not in operations
-    assert len(operations) == 13
+    strategies = "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}"
+    strategies += "/strategies"
+    assert (strategies, "POST") in operations and (strategies + "/set-sort-order", "POST") in operations
+    # the flag changes' 13, and the rollout rules kept under a flag's path, fuzzed here too: its
+    # strategies (7), variants (4) and dependencies (6)
+    assert len(operations) == 13 + 7 + 4 + 6
 
 
 def test_stateful__create_then_update_archive_revive_delete__schemathesis_finds_nothing(

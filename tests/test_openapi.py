@@ -46,6 +46,19 @@ GROUP_ROLES_PATHS = {
     "/api/admin/group-roles/project-roles",
 }
 
+# --- rollout rules: strategy types (blueprints/strategies.py), in the runs below; a flag's
+# strategies are fuzzed with the flag routes, in test_features_schemathesis.py ----------------
+RULES_SECTION = "1 (rollout rules, on the reference server's paths)"
+STRATEGY_PATHS = {
+    "/api/admin/strategies",
+    "/api/admin/strategies/{name}",
+    "/api/admin/strategies/{strategyName}/deprecate",
+    "/api/admin/strategies/{strategyName}/reactivate",
+    "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}/strategies",
+    "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}/strategies/{strategyId}",
+    "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}/strategies/set-sort-order",
+}
+
 # --- API tokens (blueprints/api_tokens.py); their schemathesis run is in test_api_tokens.py ------
 API_TOKENS_SECTION = "5 (API tokens for the SDKs, on the reference server's paths)"
 API_TOKEN_ROUTES = r"^/api/admin/api-tokens"
@@ -67,6 +80,7 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         FLAG_SECTION,
         ADDON_SECTION,
         GROUP_ROLES_SECTION,
+        RULES_SECTION,
         API_TOKENS_SECTION,
     }
     assert (
@@ -81,6 +95,7 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         | FLAG_PATHS
         | ADDON_PATHS
         | GROUP_ROLES_PATHS
+        | STRATEGY_PATHS
         | API_TOKEN_PATHS
     )
 
