@@ -389,7 +389,8 @@ SETTINGS: tuple[Setting, ...] = (
         "{}",
         _resource_limits,
         'JSON object overriding ui-config resourceLimits, e.g. {"featureFlags": 10000};'
-        " featureFlags, projects, environments and apiTokens are enforced, the others only shown",
+        " featureFlags, projects, environments, apiTokens, segments and the limits of rollout rules are"
+        " enforced, actionSet* and signal* only shown",
         "resource_limits",
         Mapping[str, int],
     ),
