@@ -30,6 +30,7 @@ CASES: list[tuple[str, str, list[str], str]] = [
         "webhook deliveries: write throughput with and without them, outbox drain",
     ),
     ("scim", "scim", [], "SCIM user and group operations in process: time and SQL statements"),
+    ("rules", "rules", [], "a strategy add and a strategy update as ratios to a flag create, same run"),
     ("sdk-writes", "sdk_writes", [], "SDK metrics and registrations against a bare route answering 202"),
     ("group-commit", "group_commit", [], "SQLite commits a second with and without group commit"),
     ("binary", "binary", [], "the one-file build against the package: start-up and throughput"),
