@@ -25,7 +25,6 @@ from flask import Blueprint, request
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from ..records import json_kind
-from ..web import telemetry
 from ..web.auth import Permission
 from ..web.operations import operation
 from ..web.state import state
@@ -59,6 +58,10 @@ class Count(fields.Integer):
     """A whole number from 0 to :data:`MAX_COUNT` (a JSON number without a fraction; not a
     string, not a boolean)."""
 
+    def __init__(self, **kwargs: Any):
+        metadata = {"minimum": 0, "maximum": MAX_COUNT, **kwargs.pop("metadata", {})}
+        super().__init__(metadata=metadata, **kwargs)
+
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
         problem = _count_problem(value)
         if problem:
@@ -69,19 +72,30 @@ class Count(fields.Integer):
 class Seconds(fields.Float):
     """A finite number of at least 0 (a JSON number; not a string, not a boolean)."""
 
+    def __init__(self, **kwargs: Any):
+        super().__init__(metadata={"minimum": 0, **kwargs.pop("metadata", {})}, **kwargs)
+
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
         if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
             raise ValidationError(f"must be a number of at least 0; got {json_kind(value)}")
         return float(value)
 
 
+#: The UNIX timestamps of the first and the last second a date may name (years 1 to 9999).
+FIRST_SECOND, LAST_SECOND = -62135596800, 253402300799
+
+
 class DateValue(fields.Field):
-    """The reference's ``dateSchema``: an RFC 3339 date-time (one without its time zone is
-    read as UTC) or a UNIX timestamp in seconds; loads an aware datetime."""
+    """The reference's ``dateSchema``: an RFC 3339 date-time of the years 1 to 9999 in UTC (one
+    without its time zone is read as UTC) or a UNIX timestamp in seconds; loads an aware
+    datetime in UTC."""
 
     def __init__(self, **kwargs: Any):
         metadata = {
-            "oneOf": [{"type": "string", "format": "date-time"}, {"type": "number"}],
+            "oneOf": [
+                {"type": "string", "format": "date-time"},
+                {"type": "number", "minimum": FIRST_SECOND, "maximum": LAST_SECOND},
+            ],
             **kwargs.pop("metadata", {}),
         }
         super().__init__(metadata=metadata, **kwargs)
@@ -97,8 +111,8 @@ def _moment(value: Any) -> datetime | None:
     """``value`` as :class:`DateValue` loads it, or None when it does not load."""
     try:
         if type(value) is str:
-            moment = datetime.fromisoformat(value)
-            return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+            moment = datetime.fromisoformat(value.upper())  # RFC 3339 allows "t" and "z"
+            return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
         if type(value) in (int, float):
             return datetime.fromtimestamp(value, UTC)
     except (ValueError, OverflowError, OSError):
@@ -107,7 +121,11 @@ def _moment(value: Any) -> datetime | None:
 
 
 class ToggleSchema(Schema):
-    """How often one flag was evaluated in the bucket (documentation of :class:`Toggles`)."""
+    """How often one flag was evaluated in the bucket (documentation of :class:`Toggles`;
+    other properties are ignored)."""
+
+    class Meta:
+        unknown = EXCLUDE
 
     yes = Count(metadata={"description": "Times the flag was on."})
     no = Count(metadata={"description": "Times the flag was off."})
@@ -318,12 +336,22 @@ class BucketSchema(Schema):
     toggles = Toggles(required=True)
 
 
+class NullableNested(fields.Nested):
+    """A nested object that may also be null, documented as the object alone: apispec writes
+    a nullable nested object in OpenAPI 3.0 as ``anyOf: [the object, any object]``, which
+    says that ``{}`` would do."""
+
+    def deserialize(self, value: Any, attr: str | None = None, data: Any = None, **kwargs: Any) -> Any:
+        if value is None:
+            return None
+        return super().deserialize(value, attr, data, **kwargs)
+
+
 class ClientMetricsSchema(_Sdk):
     """A metrics report: the reference's ``clientMetricsSchema``."""
 
-    bucket = fields.Nested(
+    bucket = NullableNested(
         BucketSchema,
-        allow_none=True,
         metadata={"description": "The counts; null or absent when the report carries only impact metrics."},
     )
 
@@ -406,7 +434,6 @@ def register(caller, conn, body):
     application-created), the instance and the strategies it knows are recorded within
     FLAGADMIN_CLIENT_METRICS_FLUSH_INTERVAL seconds, in the token's environment."""
     state().client_metrics.record_registration(caller, body, request.remote_addr, "backend")
-    telemetry.sdk_registration("client")
 
 
 register.max_content_length = MAX_BODY
@@ -432,7 +459,6 @@ def metrics(caller, conn, body):
     state().client_metrics.record_metrics(
         caller, body, request.remote_addr, "backend", sdk_version=_sdk_version()
     )
-    telemetry.sdk_metrics_post("client")
 
 
 metrics.max_content_length = MAX_BODY
@@ -454,7 +480,6 @@ def bulk_metrics(caller, conn, body):
     """Registrations and per-flag counts that Unleash Edge gathered from its SDKs. Only those
     of the token's environment are kept (the others are left out, as the reference does)."""
     state().client_metrics.record_bulk(caller, body, request.remote_addr)
-    telemetry.sdk_metrics_post("edge")
 
 
 bulk_metrics.max_content_length = MAX_BULK_BODY

@@ -166,6 +166,10 @@ ACCEPTED = [
         "appName": "a",
         "bucket": {"start": "2026-11-27T10:00:00", "stop": "2026-11-27T10:01:00", "toggles": {}},
     },
+    {
+        "appName": "a",
+        "bucket": {"start": "2026-11-27t10:00:00z", "stop": 0, "toggles": {"f": {"yes": 1, "x": 2}}},
+    },
 ]
 ACCEPTED_IDS = [
     "no-bucket",
@@ -175,6 +179,7 @@ ACCEPTED_IDS = [
     "float-and-null",
     "unix-seconds",
     "no-zone",
+    "lower-case-and-more-fields",
 ]
 
 
@@ -196,6 +201,11 @@ def test_metrics__what_the_reference_takes__202(client, client_token, body):
             "bucket.start: must be an RFC 3339",
         ),
         ({"appName": "a", "bucket": {"start": 1, "stop": 2}}, "bucket.toggles: is required"),
+        (
+            {"appName": "a", "bucket": {"start": "0001-01-01T00:00:00+01:00", "stop": 2, "toggles": {}}},
+            "bucket.start: must be an RFC 3339",
+        ),
+        ({"appName": "a", "bucket": {"start": 1e12, "stop": 2, "toggles": {}}}, "bucket.start"),
         (
             {"appName": "a", "bucket": {"start": 1, "stop": 2, "toggles": []}},
             "bucket.toggles: must be an object",
