@@ -25,6 +25,7 @@ from flask import Blueprint, request
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from ..records import json_kind
+from ..web import telemetry
 from ..web.auth import Permission
 from ..web.operations import operation
 from ..web.state import state
@@ -434,6 +435,7 @@ def register(caller, conn, body):
     application-created), the instance and the strategies it knows are recorded within
     FLAGADMIN_CLIENT_METRICS_FLUSH_INTERVAL seconds, in the token's environment."""
     state().client_metrics.record_registration(caller, body, request.remote_addr, "backend")
+    telemetry.sdk_registration("client")
 
 
 register.max_content_length = MAX_BODY
@@ -459,6 +461,7 @@ def metrics(caller, conn, body):
     state().client_metrics.record_metrics(
         caller, body, request.remote_addr, "backend", sdk_version=_sdk_version()
     )
+    telemetry.sdk_metrics_post("client")
 
 
 metrics.max_content_length = MAX_BODY
@@ -480,6 +483,7 @@ def bulk_metrics(caller, conn, body):
     """Registrations and per-flag counts that Unleash Edge gathered from its SDKs. Only those
     of the token's environment are kept (the others are left out, as the reference does)."""
     state().client_metrics.record_bulk(caller, body, request.remote_addr)
+    telemetry.sdk_metrics_post("edge")
 
 
 bulk_metrics.max_content_length = MAX_BULK_BODY
