@@ -144,6 +144,23 @@ def test_custom_role__switches_development__403_for_production_naming_it(
     assert enabled == 0
 
 
+def test_custom_role__switching_on_a_flag_without_strategy_needs_to_add_one_there(client, kenji, give):
+    """As the reference server: switching on a flag with no strategy in the environment adds a
+    flexibleRollout, so the caller needs CREATE_FEATURE_STRATEGY there too."""
+    client.post(features_path("mobile"), json={"name": "bare"}, headers=auth(give.admin))
+    give("Dev switcher", grants=["UPDATE_FEATURE_ENVIRONMENT:development"])
+    response = client.post(toggle_path("mobile", "bare", "development", "on"), headers=auth(kenji))
+    assert 'in the "development" environment' in refused(response, "CREATE_FEATURE_STRATEGY")
+    roles.update(
+        give.db,
+        events.COMMAND_LINE,
+        "Dev switcher",
+        ["UPDATE_FEATURE_ENVIRONMENT:development", "CREATE_FEATURE_STRATEGY:development"],
+    )
+    response = client.post(toggle_path("mobile", "bare", "development", "on"), headers=auth(kenji))
+    assert response.status_code == 200
+
+
 def test_custom_role__only_what_it_grants(client, kenji, give, mobile_flag):
     give("Dev switcher", grants=["UPDATE_FEATURE_ENVIRONMENT:development"])
     h = auth(kenji)
