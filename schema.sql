@@ -745,3 +745,74 @@ CREATE TABLE IF NOT EXISTS unknown_flags (
     last_seen_at TEXT NOT NULL,
     PRIMARY KEY (name, app_name, environment)
 ) WITHOUT ROWID;
+
+-- ==== Rules revision (schema version 11) ==================================================
+-- rules_version counts every change to what GET /api/client/features can answer (and what the
+-- Frontend API and OFREP evaluate, from the same answer: flagadmin.clients.features), so an
+-- answer computed at one rules version holds until it moves. It moves with a flag's insert or
+-- removal and a change to a column the answer shows (name, project, type, description, stale,
+-- impression data, archived or not), a flag environment's switch (and its insert or removal),
+-- and every write to strategies and their segments, segments, environment variants,
+-- dependencies, tags (the tag filter) and environments. Last-seen times, which metrics write
+-- every few seconds, do not move it.
+INSERT OR IGNORE INTO settings (key, value) VALUES ('rules_version', 0);
+CREATE TRIGGER IF NOT EXISTS features_insert_rules_version AFTER INSERT ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_update_rules_version
+    AFTER UPDATE OF name, project_id, type, description, stale, impression_data, archived_at ON features
+    WHEN OLD.name IS NOT NEW.name OR OLD.project_id IS NOT NEW.project_id OR OLD.type IS NOT NEW.type
+        OR OLD.description IS NOT NEW.description OR OLD.stale IS NOT NEW.stale
+        OR OLD.impression_data IS NOT NEW.impression_data OR OLD.archived_at IS NOT NEW.archived_at
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS features_delete_rules_version AFTER DELETE ON features
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_insert_rules_version AFTER INSERT ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_update_rules_version
+    AFTER UPDATE OF feature_name, name, enabled ON feature_environments
+    WHEN OLD.feature_name IS NOT NEW.feature_name OR OLD.name IS NOT NEW.name OR OLD.enabled IS NOT NEW.enabled
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_environments_delete_rules_version AFTER DELETE ON feature_environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_strategies_insert_rules_version AFTER INSERT ON feature_strategies
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_strategies_update_rules_version AFTER UPDATE ON feature_strategies
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_strategies_delete_rules_version AFTER DELETE ON feature_strategies
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_strategy_segments_insert_rules_version AFTER INSERT ON feature_strategy_segments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_strategy_segments_update_rules_version AFTER UPDATE ON feature_strategy_segments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_strategy_segments_delete_rules_version AFTER DELETE ON feature_strategy_segments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS segments_insert_rules_version AFTER INSERT ON segments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS segments_update_rules_version AFTER UPDATE ON segments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS segments_delete_rules_version AFTER DELETE ON segments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_variants_insert_rules_version AFTER INSERT ON feature_variants
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_variants_update_rules_version AFTER UPDATE ON feature_variants
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_variants_delete_rules_version AFTER DELETE ON feature_variants
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_dependencies_insert_rules_version AFTER INSERT ON feature_dependencies
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_dependencies_update_rules_version AFTER UPDATE ON feature_dependencies
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_dependencies_delete_rules_version AFTER DELETE ON feature_dependencies
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_tags_insert_rules_version AFTER INSERT ON feature_tags
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_tags_update_rules_version AFTER UPDATE ON feature_tags
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS feature_tags_delete_rules_version AFTER DELETE ON feature_tags
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS environments_insert_rules_version AFTER INSERT ON environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS environments_update_rules_version AFTER UPDATE ON environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;
+CREATE TRIGGER IF NOT EXISTS environments_delete_rules_version AFTER DELETE ON environments
+    BEGIN UPDATE settings SET value = value + 1 WHERE key = 'rules_version'; END;

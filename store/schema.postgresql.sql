@@ -776,3 +776,83 @@ CREATE TABLE IF NOT EXISTS unknown_flags (
     last_seen_at TEXT NOT NULL,
     PRIMARY KEY (name, app_name, environment)
 );
+
+-- ==== Rules revision (schema version 11), as schema.sql's ================================
+-- rules_version moves with every statement that changed what GET /api/client/features can
+-- answer (see schema.sql): statement triggers that read the statement's transition table, so
+-- a statement that changed no row moves nothing, as SQLite's row triggers. A flag's update
+-- counts only when a column the answer shows changed, a flag environment's only when its
+-- switch did: last-seen times, which metrics write, leave it alone.
+INSERT INTO settings (key, value) VALUES ('rules_version', '0') ON CONFLICT DO NOTHING;
+
+CREATE OR REPLACE FUNCTION flagadmin_move_rules_version_if_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM changed_rows) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'rules_version';
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION flagadmin_features_updated_rules_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM new_rows n LEFT JOIN old_rows o ON o.name = n.name
+        WHERE o.name IS NULL
+            OR (o.project_id, o.type, o.description, o.stale, o.impression_data, o.archived_at)
+               IS DISTINCT FROM (n.project_id, n.type, n.description, n.stale, n.impression_data, n.archived_at)
+    ) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'rules_version';
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION flagadmin_feature_environments_updated_rules_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM new_rows n
+        LEFT JOIN old_rows o ON o.feature_name = n.feature_name AND o.name = n.name
+        WHERE o.name IS NULL OR o.enabled IS DISTINCT FROM n.enabled
+    ) THEN
+        UPDATE settings SET value = (value::bigint + 1)::text WHERE key = 'rules_version';
+    END IF;
+    RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS features_update_rules_version ON features;
+CREATE TRIGGER features_update_rules_version AFTER UPDATE ON features
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_features_updated_rules_version();
+DROP TRIGGER IF EXISTS feature_environments_update_rules_version ON feature_environments;
+CREATE TRIGGER feature_environments_update_rules_version AFTER UPDATE ON feature_environments
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION flagadmin_feature_environments_updated_rules_version();
+
+-- Every other write: inserts and removals of flags and flag environments, and every write to
+-- the rule tables, tags and environments.
+DO $$
+DECLARE
+    target TEXT[];
+    name TEXT;
+BEGIN
+    FOREACH target SLICE 1 IN ARRAY ARRAY[
+        ['features', 'INSERT'], ['features', 'DELETE'],
+        ['feature_environments', 'INSERT'], ['feature_environments', 'DELETE'],
+        ['feature_strategies', 'INSERT'], ['feature_strategies', 'UPDATE'], ['feature_strategies', 'DELETE'],
+        ['feature_strategy_segments', 'INSERT'], ['feature_strategy_segments', 'UPDATE'],
+        ['feature_strategy_segments', 'DELETE'],
+        ['segments', 'INSERT'], ['segments', 'UPDATE'], ['segments', 'DELETE'],
+        ['feature_variants', 'INSERT'], ['feature_variants', 'UPDATE'], ['feature_variants', 'DELETE'],
+        ['feature_dependencies', 'INSERT'], ['feature_dependencies', 'UPDATE'], ['feature_dependencies', 'DELETE'],
+        ['feature_tags', 'INSERT'], ['feature_tags', 'UPDATE'], ['feature_tags', 'DELETE'],
+        ['environments', 'INSERT'], ['environments', 'UPDATE'], ['environments', 'DELETE']] LOOP
+        name := target[1] || '_' || lower(target[2]) || '_rules_version';
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %I', name, target[1]);
+        EXECUTE format('CREATE TRIGGER %I AFTER %s ON %I REFERENCING %s TABLE AS changed_rows'
+                       ' FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_move_rules_version_if_changed()',
+                       name, target[2], target[1],
+                       CASE WHEN target[2] = 'DELETE' THEN 'OLD' ELSE 'NEW' END);
+    END LOOP;
+END $$;

@@ -40,22 +40,27 @@ def credentials_version(conn: Connection) -> int:
 
 @dataclass(frozen=True)
 class Versions:
-    """The two version counters at one moment: ``content`` and ``credentials``."""
+    """The version counters at one moment: ``content``, ``credentials`` and ``rules`` (the
+    rules revision: ``rules_version``, moved by every write that can change what
+    ``GET /api/client/features`` answers; triggers of ``schema.sql``'s "Rules revision")."""
 
     content: int
     credentials: int
+    rules: int = 0
 
 
-#: Both version counters as one row: one step of SQLite's fewer than the two rows took (each
+#: The version counters as one row: one step of SQLite's fewer than one row each took (each
 #: step lets go of the GIL).
 _VERSIONS = (
     "SELECT (SELECT value FROM settings WHERE key = 'content_version') AS content,"
-    " (SELECT value FROM settings WHERE key = 'credentials_version') AS credentials"
+    " (SELECT value FROM settings WHERE key = 'credentials_version') AS credentials,"
+    " (SELECT value FROM settings WHERE key = 'rules_version') AS rules"
 )
 
 
 def versions(conn: Connection) -> Versions:
-    """Return both version counters, read from the database (one row, one statement) at every
-    call: a commit of any connection or process shows in the next call."""
+    """Return the version counters, read from the database (one row, one statement) at every
+    call: a commit of any connection or process shows in the next call. A database without
+    the rules revision's row (only a hand-made one) reads it as 0."""
     row = conn.one(_VERSIONS)
-    return Versions(int(row["content"]), int(row["credentials"]))
+    return Versions(int(row["content"]), int(row["credentials"]), int(row["rules"] or 0))

@@ -39,7 +39,7 @@ def test_versions__each_reading_reads_the_row__another_process_commit_seen_next(
         statements = statements_of(conn, lambda: settings.versions(conn))
         assert len(statements) == 1 and "FROM settings" in statements[0], statements
         commit_in_another_process(db_path, BUMP.format(n=3, key="content_version"))
-        assert settings.versions(conn) == settings.Versions(first.content + 3, first.credentials)
+        assert settings.versions(conn) == settings.Versions(first.content + 3, first.credentials, first.rules)
 
 
 def test_versions__each_commit_of_another_process_or_this_one__seen_by_the_next_reading(db_path):

@@ -48,7 +48,7 @@ VERSIONS = "flagadmin.versions"
 
 
 def versions() -> settings.Versions:
-    """The content and credentials versions, read once per request (at its first use).
+    """The content, credentials and rules versions, read once per request (at its first use).
 
     Everything a request checks against them (the token it came with, a cached answer) is
     checked against one reading.
