@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
+import time
+import weakref
 from typing import Any
 
 import orjson
@@ -26,6 +29,7 @@ _COLUMNS = (
     "data",
     "pre_data",
     "tags",
+    "group_id",
 )
 _INSERT = f"INSERT INTO events ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)})"
 
@@ -74,14 +78,50 @@ def insert(
         "data": _json(data),
         "pre_data": _json(pre_data),
         "tags": _json(tags),
+        "group_id": _group(conn),
         "now": created_at,
         "quoted_type": deliveries.quoted_type(type),
     }
     if conn.dialect == "postgresql":
         row = conn.one(_INSERT_WITH_DELIVERIES_POSTGRESQL, params)
+        _joined(conn, row["id"], params["group_id"])
         return row["id"], row["owed"]
     event_id = conn.insert(_INSERT, params)
+    _joined(conn, event_id, params["group_id"])
     return event_id, deliveries.enqueue(conn, event_id, type, project, environment, created_at)
+
+
+#: 2020-01-01T00:00:00Z in milliseconds since 1970: new groups count from there.
+_GROUP_EPOCH_MS = 1_577_836_800_000
+
+#: The transaction group of the write transaction open on each connection that has recorded an
+#: event in it: ``(group, id of its first event)``, forgotten when it commits.
+_groups: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+
+def _group(conn: Connection) -> int:
+    """The ``group_id`` of an event about to be written in ``conn``'s open transaction: the one
+    its earlier events have, or a new one (the reference's ``groupId``: the events of one
+    change share it). A new group is the milliseconds since 2020 times 2^21 plus 21 random
+    bits (a signed 64-bit integer until 2159): unique in practice, and increasing, so its index
+    grows at one end. The group noted for the connection is checked against the first event's
+    row (one seek): a transaction rolled back takes that row with it, so the next one never
+    inherits its group."""
+    noted = _groups.get(conn)
+    if noted is not None:
+        group, first = noted
+        if conn.value("SELECT 1 FROM events WHERE id = ? AND group_id = ?", [first, group]):
+            return group
+        del _groups[conn]
+    return (time.time_ns() // 1_000_000 - _GROUP_EPOCH_MS) << 21 | secrets.randbits(21)
+
+
+def _joined(conn: Connection, event_id: int, group: int) -> None:
+    """Note ``group`` for ``conn``'s transaction once its first event (``event_id``) is written;
+    forget it when the transaction commits."""
+    if conn not in _groups:
+        _groups[conn] = (group, event_id)
+        conn.after_commit(lambda: _groups.pop(conn, None))
 
 
 def get(conn: Connection, event_id: int) -> dict[str, Any] | None:

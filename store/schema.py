@@ -282,6 +282,17 @@ def _rebuild_api_tokens(conn: Connection) -> None:
         conn.run(statement)
 
 
+def _add_event_groups(conn: Connection) -> None:
+    """11: ``events.group_id``, the transaction group of each event (the reference's
+    ``groupId``; NULL for the events already there). A step rather than a migration's
+    ``ALTER TABLE``, which SQLite cannot make conditional: a table that has the column already
+    (a database made by this schema and marked older, as the upgrade tests make them) keeps it.
+    The log's indexes and ``event_counts`` come from ``schema.sql``."""
+    columns = {row["name"] for row in conn.all("SELECT name FROM pragma_table_info('events')")}
+    if columns and "group_id" not in columns:
+        conn.run("ALTER TABLE events ADD COLUMN group_id INTEGER")
+
+
 #: The table CHECK of ``users`` that an email's primary flag needs the email (schema version 10).
 EMAIL_PRIMARY_NEEDS_EMAIL = "email IS NOT NULL OR email_primary IS NULL"
 
@@ -290,7 +301,7 @@ EMAIL_PRIMARY_NEEDS_EMAIL = "email IS NOT NULL OR email_primary IS NULL"
 #: table took with it and the tables still missing), in the upgrade's one transaction.
 REBUILDS: dict[int, tuple[Callable[[Connection], None], ...]] = {
     10: (_rebuild_users, _rebuild_group_project_roles),
-    11: (_rebuild_api_tokens,),
+    11: (_rebuild_api_tokens, _add_event_groups),
 }
 
 
@@ -392,6 +403,8 @@ POSTGRESQL_MIGRATIONS: tuple[str, ...] = (
     # 10 -> 11: as on SQLite, new tables; and api_tokens takes the kinds client and frontend
     # with their scope (type, environment, projects), its checks replaced by named ones (each
     # dropped first if there, as in 9 -> 10).
+    # events.group_id, the transaction group of each event (SQLite: REBUILDS[11]).
+    "ALTER TABLE events ADD COLUMN IF NOT EXISTS group_id BIGINT;"
     "ALTER TABLE api_tokens ADD COLUMN IF NOT EXISTS type TEXT,"
     " ADD COLUMN IF NOT EXISTS environment TEXT, ADD COLUMN IF NOT EXISTS projects TEXT;"
     "UPDATE api_tokens SET type = 'admin' WHERE kind = 'admin' AND type IS NULL;"
