@@ -15,6 +15,7 @@ from . import (
     backstage,
     client_metrics,
     dependencies,
+    events,
     feature_archive,
     features,
     frontend_api,
@@ -47,6 +48,8 @@ BLUEPRINTS = (
     addons.bp,
     # What SCIM groups grant (the SCIM service provider itself is scim.bp).
     group_roles.bp,
+    # The system event log (the reference server's /api/admin/events and search/events).
+    events.bp,
     # API tokens for the SDKs (the reference server's /api/admin/api-tokens).
     api_tokens.bp,
     # Rollout rules: segments, a flag's variants, its dependency on a parent flag.

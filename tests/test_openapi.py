@@ -46,6 +46,10 @@ GROUP_ROLES_PATHS = {
     "/api/admin/group-roles/project-roles",
 }
 
+# --- the system event log (blueprints/events.py), in the runs below -------------------------
+EVENT_LOG_SECTION = "2.3 (the system event log, on the reference server's paths)"
+EVENT_LOG_PATHS = {"/api/admin/events", "/api/admin/events/{featureName}", "/api/admin/search/events"}
+
 # --- rollout rules: strategy types (blueprints/strategies.py), in the runs below; a flag's
 # strategies are fuzzed with the flag routes, in test_features_schemathesis.py ----------------
 RULES_SECTION = "1 (rollout rules, on the reference server's paths)"
@@ -80,6 +84,7 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         FLAG_SECTION,
         ADDON_SECTION,
         GROUP_ROLES_SECTION,
+        EVENT_LOG_SECTION,
         RULES_SECTION,
         API_TOKENS_SECTION,
     }
@@ -95,6 +100,7 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         | FLAG_PATHS
         | ADDON_PATHS
         | GROUP_ROLES_PATHS
+        | EVENT_LOG_PATHS
         | STRATEGY_PATHS
         | API_TOKEN_PATHS
     )
