@@ -13,6 +13,7 @@ from . import (
     applications,
     archived_features,
     backstage,
+    client_api,
     client_metrics,
     dependencies,
     events,
@@ -62,6 +63,8 @@ BLUEPRINTS = (
     # applications they make (/api/admin/metrics).
     client_metrics.bp,
     applications.bp,
+    # The flag configuration backend SDKs poll (the reference server's /api/client/features).
+    client_api.bp,
     # Flags evaluated for browser SDKs (the reference server's /api/frontend).
     frontend_api.bp,
 )

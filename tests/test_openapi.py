@@ -73,6 +73,11 @@ API_TOKEN_PATHS = {
     "/api/admin/projects/{projectId}/api-tokens/{token}",
 }
 
+# --- the Client API's flag configuration (blueprints/client_api.py); a client token's run is in
+# test_client_features.py, here it answers the admin token 403 --------------------------------
+CLIENT_FEATURES_SECTION = "Client API (the reference server's /api/client: the flag configuration SDKs poll)"
+CLIENT_FEATURES_PATHS = {"/api/client/features", "/api/client/features/{featureName}"}
+
 
 def test_document__valid_openapi_3(openapi_document):
     validate(openapi_document)
@@ -87,6 +92,7 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         EVENT_LOG_SECTION,
         RULES_SECTION,
         API_TOKENS_SECTION,
+        CLIENT_FEATURES_SECTION,
     }
     assert (
         set(openapi_document["paths"])
@@ -103,6 +109,7 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         | EVENT_LOG_PATHS
         | STRATEGY_PATHS
         | API_TOKEN_PATHS
+        | CLIENT_FEATURES_PATHS
     )
 
 
