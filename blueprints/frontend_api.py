@@ -5,11 +5,13 @@ body, ``POST /api/frontend/client/metrics`` and ``/register``; frontend tokens o
 
 Evaluation is yggdrasil-engine's (:mod:`flagadmin.frontend.engines`), on the state the Client
 API serves for the token's environment and projects; the context is read as
-:mod:`flagadmin.frontend.context` says. Answers are kept per (token's view, the state's
-content digest, normalised context) in the ``frontend_answers`` cache (bytes, weak ETag, gzip
-made once): a browser polling with the same context costs a token check, the rules revision's
-read and a lookup, and ``If-None-Match`` with the kept ETag is answered 304 without evaluating
-anything. ``Cache-Control: no-cache``, as the reference's.
+:mod:`flagadmin.frontend.context` says. Answers are kept in the ``frontend_answers`` cache
+(bytes, weak ETag, gzip made once) per token view (environment, projects), content digest of
+the state the engine was fed, and context as sent: a GET's query string and the caller's
+address (the context is not even parsed on a hit), a POST's normalised context. A browser
+polling with the same context costs a token check, the rules revision's read and a lookup, and
+``If-None-Match`` with the kept ETag is answered 304 without evaluating anything.
+``Cache-Control: no-cache``, as the reference's.
 
 CORS for every path under ``/api/frontend`` (answers, errors, preflights), from the origins in
 force (:mod:`flagadmin.frontend.cors`), read from the database on each request that carries an
@@ -29,6 +31,7 @@ where these change through the API and from other processes.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from flask import Blueprint, Flask, Response, current_app, request
 from marshmallow import EXCLUDE, Schema, fields
@@ -69,9 +72,6 @@ CACHE_BYTES = 32 * 1024 * 1024
 
 #: ``Cache-Control`` of the answers, as the reference's.
 NO_CACHE = "no-cache"
-
-#: The endpoints answering the flags (their ``Cache-Control`` is :data:`NO_CACHE`).
-FEATURE_ENDPOINTS = ("frontend_api.get_frontend_features", "frontend_api.post_frontend_features")
 
 #: What a preflight allows (the reference's CORS middleware's defaults).
 ALLOW_METHODS = "GET,HEAD,PUT,PATCH,POST,DELETE"
@@ -156,34 +156,55 @@ class FrontendFeaturesSchema(Schema):
 # --- answering ----------------------------------------------------------------------------------
 
 
-def _answer(caller, conn, context: frontend_context.Context) -> Answer:
-    """The answer for ``context`` under the caller's token: kept, or evaluated and kept."""
-    app_state = state()
-    evaluated = app_state.engines.for_caller(conn, caller, revision=versions().rules)
+@dataclass
+class KeptAnswer(Answer):
+    """An :class:`Answer` kept with its ETag header's value made once (``W/"<etag>"``), whose
+    size counts the bytes of its key too (a query string may be far longer than its answer)."""
+
+    header: str = ""
+    key_bytes: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + len(self.body) // 8 + self.key_bytes
+
+
+def _answer(caller, conn, request_key: tuple, key_bytes: int, context_of) -> KeptAnswer:
+    """The answer to this request under the caller's token: kept by (the token's view, the
+    state's digest, ``request_key``), or evaluated for ``context_of()`` (the request's
+    :class:`~flagadmin.frontend.context.Context`, read only then) and kept. ``request_key``
+    names the request's context as sent (with the caller's address, which fills a missing
+    ``remoteAddress``): the same request always gets the same answer while the state stands."""
+    evaluated = state().engines.for_caller(conn, caller, revision=versions().rules)
     cache: AnswerCache = current_app.extensions[CACHE]
-    key = (evaluated.environment, evaluated.projects, evaluated.etag, context.key)
+    key = (evaluated.environment, evaluated.projects, evaluated.etag, *request_key)
     kept = cache.get(key)
     if kept is not None:
         return kept
-    made = frontend_api.answer(evaluated, context)
-    return cache.put(key, Answer(made.body, made.etag))
+    made = frontend_api.answer(evaluated, context_of())
+    return cache.put(key, KeptAnswer(made.body, made.etag, header=f'W/"{made.etag}"', key_bytes=key_bytes))
 
 
-def _respond(answer: Answer) -> NegotiatedResponse:
+def _respond(answer: KeptAnswer) -> NegotiatedResponse:
     """A kept answer under its weak ETag: 304 when ``If-None-Match`` names it (or its gzip
     variant's, ``W/"<etag>:gzip"``), else its gzip made once (clients that take gzip, bodies
-    of at least 1 KiB) or its bytes (``Cache-Control`` is set by :func:`_cors`)."""
-    matched = if_none_match(answer.etag)
-    if matched is not None:
-        response = NegotiatedResponse(status=304)
-        response.set_etag(matched, weak=True)
-    elif answer.length >= GZIP_MIN_BYTES and accepts_gzip():
+    of at least 1 KiB) or its bytes; ``Cache-Control: no-cache``, as the reference's."""
+    sent = request.environ.get("HTTP_IF_NONE_MATCH")
+    if sent is not None:
+        matched = answer.header if sent == answer.header else if_none_match(answer.etag)
+        if matched is not None:
+            response = NegotiatedResponse(status=304)
+            response.headers["ETag"] = matched if matched.startswith("W/") else f'W/"{matched}"'
+            response.headers["Cache-Control"] = NO_CACHE
+            return response
+    if answer.length >= GZIP_MIN_BYTES and accepts_gzip():
         response = NegotiatedResponse(answer.gzipped(), mimetype=JSON_MIMETYPE)
         response.headers["Content-Encoding"] = "gzip"
-        response.set_etag(f"{answer.etag}:gzip", weak=True)
+        response.headers["ETag"] = f'W/"{answer.etag}:gzip"'
     else:
         response = NegotiatedResponse(answer.body, mimetype=JSON_MIMETYPE)
-        response.set_etag(answer.etag, weak=True)
+        response.headers["ETag"] = answer.header
+    response.headers["Cache-Control"] = NO_CACHE
     return response
 
 
@@ -194,7 +215,6 @@ def _respond(answer: Answer) -> NegotiatedResponse:
     summary="Get the flags on for a context (context in the query string)",
     response=FrontendFeaturesSchema(),
     permission=Permission.FRONTEND,
-    conditional=True,
     tag="frontend",
 )
 def get_frontend_features(caller, conn):
@@ -207,10 +227,20 @@ def get_frontend_features(caller, conn):
     weak ETag is a digest of the answer: If-None-Match with it is answered 304. A change is in
     the next request's answer, from any process. A parameter given twice, a currentTime that
     is no date-time or a context past its limits is a 400."""
-    context = frontend_context.from_query(query_pairs(), request.remote_addr)
-    return _respond(_answer(caller, conn, context))
+    query, client_ip = request.query_string, request.remote_addr
+    return _respond(
+        _answer(
+            caller,
+            conn,
+            ("GET", query, client_ip),
+            len(query),
+            lambda: frontend_context.from_query(query_pairs(), client_ip),
+        )
+    )
 
 
+# The document lists the context's fields; the view reads the query itself (properties[name]
+# and any other name are properties), so they are declared after the operation is made.
 get_frontend_features.operation.query_schema = FrontendContextQuerySchema()
 
 
@@ -223,7 +253,6 @@ get_frontend_features.operation.query_schema = FrontendContextQuerySchema()
     response=FrontendFeaturesSchema(),
     body=FrontendFeaturesPostSchema(),
     permission=Permission.FRONTEND,
-    conditional=True,
     tag="frontend",
 )
 def post_frontend_features(caller, conn, body):
@@ -231,7 +260,14 @@ def post_frontend_features(caller, conn, body):
     SDK's usePOSTrequests). Numbers and booleans are taken as their JSON text; null is
     absent; an object or a list other than properties is a 400."""
     context = frontend_context.from_mapping(body.get("context"), request.remote_addr)
-    return _respond(_answer(caller, conn, context))
+    return _respond(_answer(caller, conn, ("POST", context.key), len(repr(context.key)), lambda: context))
+
+
+# Both answer with their own Cache-Control (no-cache, as the reference's), so their operations
+# are declared without conditional=True (which sets "private, no-cache"); the OpenAPI document
+# still shows their If-None-Match and 304, from the flag set here.
+get_frontend_features.operation.conditional = True
+post_frontend_features.operation.conditional = True
 
 
 @operation(
@@ -345,13 +381,12 @@ def _preflight() -> Response | None:
 @bp.after_app_request
 def _cors(response: Response) -> Response:
     """CORS headers on every answer under /api/frontend (errors included) to a request with an
-    ``Origin``; ``Cache-Control: no-cache`` on the answers of the flags, as the reference's."""
-    if not _under_prefix(request.path):
+    ``Origin`` (a preflight has them already)."""
+    environ = request.environ
+    origin = environ.get("HTTP_ORIGIN")
+    if origin is None or not _under_prefix(environ.get("PATH_INFO", "")):
         return response
-    if request.endpoint in FEATURE_ENDPOINTS and response.status_code in (200, 304):
-        response.headers["Cache-Control"] = NO_CACHE
-    origin = request.headers.get("Origin")
-    if origin is None or (request.method == "OPTIONS" and is_preflight()):
+    if environ.get("REQUEST_METHOD") == "OPTIONS" and is_preflight():
         return response
     allowed, varies = _allowed(origin)
     if varies:

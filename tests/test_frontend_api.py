@@ -413,6 +413,7 @@ def test_metrics__200__last_seen_and_the_application_as_a_frontend_sdk(
     client, admin, frontend_token, admin_token
 ):
     admin.flag("fe-counted", variants=[BLUE])
+
     def seen() -> str | None:
         flag = client.get(flag_path(PROJECT, "fe-counted"), headers=auth(admin_token)).get_json()
         (development,) = [e for e in flag["environments"] if e["name"] == ENVIRONMENT]
