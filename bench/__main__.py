@@ -32,6 +32,12 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("scim", "scim", [], "SCIM user and group operations in process: time and SQL statements"),
     ("rules", "rules", [], "a strategy add and a strategy update as ratios to a flag create, same run"),
     ("sdk-writes", "sdk_writes", [], "SDK metrics and registrations against a bare route answering 202"),
+    (
+        "frontend",
+        "frontend",
+        [],
+        "the Frontend API: a context repeated, its 304, a new context each time, against bare routes",
+    ),
     ("group-commit", "group_commit", [], "SQLite commits a second with and without group commit"),
     ("binary", "binary", [], "the one-file build against the package: start-up and throughput"),
     ("data", "data", [], "build the generated database (bench/data/bench.db) and its tokens"),
