@@ -78,6 +78,18 @@ API_TOKEN_PATHS = {
 CLIENT_FEATURES_SECTION = "Client API (the reference server's /api/client: the flag configuration SDKs poll)"
 CLIENT_FEATURES_PATHS = {"/api/client/features", "/api/client/features/{featureName}"}
 
+# --- what SDKs report (blueprints/client_metrics.py: a client token's runs are in
+# test_client_metrics.py, here they answer the admin token 403) and the applications they make
+# (blueprints/applications.py), in the runs below -----------------------------------------------
+CLIENT_METRICS_SECTION = "Client API (the reference server's /api/client: SDK registrations and metrics)"
+CLIENT_METRICS_PATHS = {"/api/client/register", "/api/client/metrics", "/api/client/metrics/bulk"}
+APPLICATIONS_SECTION = "Applications (the reference server's /api/admin/metrics: what SDKs report)"
+APPLICATIONS_PATHS = {
+    "/api/admin/metrics/applications",
+    "/api/admin/metrics/applications/{appName}",
+    "/api/admin/metrics/unknown-flags",
+}
+
 
 def test_document__valid_openapi_3(openapi_document):
     validate(openapi_document)
@@ -93,6 +105,8 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         RULES_SECTION,
         API_TOKENS_SECTION,
         CLIENT_FEATURES_SECTION,
+        CLIENT_METRICS_SECTION,
+        APPLICATIONS_SECTION,
     }
     assert (
         set(openapi_document["paths"])
@@ -110,6 +124,8 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         | STRATEGY_PATHS
         | API_TOKEN_PATHS
         | CLIENT_FEATURES_PATHS
+        | CLIENT_METRICS_PATHS
+        | APPLICATIONS_PATHS
     )
 
 
