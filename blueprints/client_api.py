@@ -15,6 +15,8 @@ query (:mod:`flagadmin.clients.features`): it changes exactly when what the toke
 
 from __future__ import annotations
 
+import functools
+
 from flask import Blueprint, Flask, current_app, request
 from marshmallow import Schema, fields, validate
 
@@ -45,8 +47,8 @@ CACHE_BYTES = 64 * 1024 * 1024
 #: always name one).
 DEFAULT_ENVIRONMENT = "default"
 
-#: The header in which SDKs say which client specification they implement.
-SPEC_HEADER = "Unleash-Client-Spec"
+#: The query of a request without filters (what SDKs send).
+NO_FILTERS = client_features.ClientQuery()
 
 
 @bp.record
@@ -232,30 +234,50 @@ def _kept_answer(caller, conn, query: client_features.ClientQuery, inline: bool)
     return cache.put(key, Answer(state.payload, state.etag, version=state.revision))
 
 
+def _takes_gzip(environ: dict) -> bool:
+    """Whether the request's ``Accept-Encoding`` takes gzip: read from the raw header when it
+    names gzip with no quality anywhere (what SDKs send), else parsed (:func:`accepts_gzip`)."""
+    sent = environ.get("HTTP_ACCEPT_ENCODING", "")
+    if "gzip" not in sent:
+        return False
+    return "q=" not in sent or accepts_gzip()
+
+
 def _respond(answer: Answer) -> NegotiatedResponse:
     """Send a kept answer under its weak ETag: 304 when ``If-None-Match`` names it (or its gzip
     variant's, ``W/"<etag>:gzip"``), else its gzip made once (clients that take gzip, bodies of
     at least 1 KiB) or its bytes. As :func:`flagadmin.web.responses.answer_response`, with the
-    ETag weak: two answers of the same view may differ in ``meta.revisionId`` alone."""
-    matched = if_none_match(answer.etag)
-    if matched is not None:
-        response = NegotiatedResponse(status=304)
-        response.set_etag(matched, weak=True)
-        return response
-    if answer.length >= GZIP_MIN_BYTES and accepts_gzip():
-        response = NegotiatedResponse(answer.gzipped(), mimetype=JSON_MIMETYPE)
-        response.headers["Content-Encoding"] = "gzip"
-        response.set_etag(f"{answer.etag}:gzip", weak=True)
-        return response
-    response = NegotiatedResponse(answer.body, mimetype=JSON_MIMETYPE)
-    response.set_etag(answer.etag, weak=True)
-    return response
+    ETag weak (two answers of the same view may differ in ``meta.revisionId`` alone), and with
+    the headers SDKs send compared as they come before any parsing: this is the request every
+    SDK makes every few seconds."""
+    environ = request.environ
+    etag = answer.etag
+    sent = environ.get("HTTP_IF_NONE_MATCH")
+    if sent:
+        plain, gzipped = f'W/"{etag}"', f'W/"{etag}:gzip"'
+        matched = sent if sent in (plain, gzipped) else None
+        if matched is None:
+            found = if_none_match(etag)
+            matched = None if found is None else f'W/"{found}"'
+        if matched is not None:
+            return NegotiatedResponse(status=304, headers={"ETag": matched})
+    if answer.length >= GZIP_MIN_BYTES and _takes_gzip(environ):
+        headers = {"Content-Encoding": "gzip", "ETag": f'W/"{etag}:gzip"'}
+        return NegotiatedResponse(answer.gzipped(), headers=headers, content_type=JSON_MIMETYPE)
+    return NegotiatedResponse(answer.body, headers={"ETag": f'W/"{etag}"'}, content_type=JSON_MIMETYPE)
+
+
+@functools.lru_cache(maxsize=256)
+def _inlines(spec: str | None) -> bool:
+    """:func:`_flavour` of one header value, answered once (SDKs send a handful of versions;
+    a header that is not a version raises, which nothing keeps)."""
+    return not client_features.segments_supported(spec)
 
 
 def _flavour() -> bool:
     """True when this SDK needs segment constraints inlined (no ``Unleash-Client-Spec`` of at
     least 4.2.0). :raise Invalid: the header is not a semantic version (400)."""
-    return not client_features.segments_supported(request.headers.get(SPEC_HEADER))
+    return _inlines(request.environ.get("HTTP_UNLEASH_CLIENT_SPEC"))
 
 
 @operation(
@@ -280,7 +302,7 @@ def get_client_features(caller, conn):
     no body. A change is in the next request's answer, from any process.
     """
     inline = _flavour()
-    query = client_features.parse_query(query_pairs())
+    query = client_features.parse_query(query_pairs()) if request.query_string else NO_FILTERS
     return _respond(_kept_answer(caller, conn, query, inline))
 
 
