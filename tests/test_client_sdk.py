@@ -206,3 +206,32 @@ def test_sdk__304_while_nothing_changes__a_change_seen_after_the_next_poll(sdk_s
     # ... and 304s again once it has the new answer
     seen = len(features_statuses(server))
     wait_until(lambda: 304 in features_statuses(server)[seen:], timeout=20)
+
+
+def test_two_processes__one_etag__a_write_through_one_in_the_others_next_answer(live_server, db):
+    """Two ``flagadmin serve`` processes on one database (a SQLite file, or PostgreSQL with
+    ``--engine=postgresql``): the same view has the same ETag on both, and a rule written
+    through one is in the other's very next answer (each request reads the rules revision)."""
+    # Given: two servers, each asked once (each keeps its answer)
+    admin_token = new_admin_token()
+    env = {"FLAGADMIN_ADMIN_TOKEN": admin_token, "FLAGADMIN_DELIVERY_WORKERS": "0"}
+    first, second = live_server(env=env), live_server(env=env)
+    token, _ = create_api_token(
+        db, events.COMMAND_LINE, type="client", name="two", environment="development", projects=None
+    )
+    headers = {**auth(token), "Unleash-Client-Spec": "5.2.0"}
+    etags = [
+        server.request("GET", "/api/client/features", headers).headers["etag"] for server in (first, second)
+    ]
+    assert etags[0] == etags[1]
+    # When: a strategy is added through the first server's admin API
+    Admin(first, admin_token).strategy("checkout-v2", {"name": "default"})
+    # Then: the second's next answer has it, under a new ETag; the first's too, the same ETag
+    replies = [
+        server.request("GET", "/api/client/features", {**headers, "If-None-Match": etags[0]})
+        for server in (second, first)
+    ]
+    assert [reply.status for reply in replies] == [200, 200]
+    assert replies[0].headers["etag"] == replies[1].headers["etag"] != etags[0]
+    flags = {f["name"]: f for f in replies[0].json()["features"]}
+    assert [s["name"] for s in flags["checkout-v2"]["strategies"]] == ["default"]
