@@ -181,6 +181,21 @@ def test_sdk_api__maintenance_mode__sdk_writes_answered_admin_writes_refused(
     assert client.post("/api/admin/api-tokens", json=body, headers=auth(admin_token)).status_code == 503
 
 
+def test_sdk_api__maintenance_mode__a_real_registration_answered(make_app, sdk_tokens):
+    """The Client API's registration, a write of an SDK, is answered in maintenance mode."""
+    client = make_app(maintenance_mode=True).test_client()
+    body = {
+        "appName": "my-app",
+        "instanceId": "i-1",
+        "sdkVersion": "unleash-client-python:6.0.0",
+        "strategies": ["default"],
+        "started": "2026-11-28T00:00:00Z",
+        "interval": 15000,
+    }
+    response = client.post("/api/client/register", json=body, headers=auth(sdk_tokens["client"]))
+    assert response.status_code == 202
+
+
 # --- formats -------------------------------------------------------------------------------
 
 

@@ -51,8 +51,11 @@ def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for endpoint, op in declared_operations(app):
         path = RULE_VARIABLE.sub(r"{\1}", op.rule)
-        writes = op.method in WRITE_METHODS and not getattr(
-            app.view_functions[endpoint], "changes_nothing", False
+        # what maintenance mode refuses: the admin API's changes (not the SDKs' reports)
+        writes = (
+            op.method in WRITE_METHODS
+            and not getattr(app.view_functions[endpoint], "changes_nothing", False)
+            and not op.permission.for_sdks
         )
         paths.setdefault(path, {})[op.method.lower()] = _operation(endpoint.split(".")[-1], op, writes=writes)
     for path, operations in paths.items():
