@@ -23,6 +23,7 @@ from . import (
     group_roles,
     health,
     integration_events,
+    ofrep,
     personal_dashboard,
     scim,
     scim_token,
@@ -51,8 +52,6 @@ BLUEPRINTS = (
     group_roles.bp,
     # The system event log (the reference server's /api/admin/events and search/events).
     events.bp,
-    # API tokens for the SDKs (the reference server's /api/admin/api-tokens).
-    api_tokens.bp,
     # Rollout rules: segments, a flag's variants, its dependency on a parent flag.
     segments.bp,
     variants.bp,
@@ -63,10 +62,14 @@ BLUEPRINTS = (
     # applications they make (/api/admin/metrics).
     client_metrics.bp,
     applications.bp,
+    # API tokens for the SDKs (the reference server's /api/admin/api-tokens).
+    api_tokens.bp,
     # The flag configuration backend SDKs poll (the reference server's /api/client/features).
     client_api.bp,
     # Flags evaluated for browser SDKs (the reference server's /api/frontend).
     frontend_api.bp,
+    # The same evaluations for OpenFeature providers (OFREP, /ofrep/v1).
+    ofrep.bp,
 )
 
 

@@ -147,7 +147,13 @@ class SetCorsSchema(Schema):
         required=True,
         metadata={
             "type": "array",
-            "items": {"type": "string"},
+            # the usual forms: what the pattern admits is always taken (a port of another
+            # length is taken too; a scheme's default port is not, as a browser never sends it)
+            "items": {
+                "type": "string",
+                "pattern": r"^(\*|https?://[a-z0-9]+(\.[a-z0-9]+)*(:[1-9][0-9]{3})?)$",
+            },
+            "maxItems": cors.MAX_ORIGINS,
             "description": "Origins the Frontend API accepts requests from (scheme://host[:port]),"
             " or * for all.",
         },

@@ -46,10 +46,6 @@ GROUP_ROLES_PATHS = {
     "/api/admin/group-roles/project-roles",
 }
 
-# --- the system event log (blueprints/events.py), in the runs below -------------------------
-EVENT_LOG_SECTION = "2.3 (the system event log, on the reference server's paths)"
-EVENT_LOG_PATHS = {"/api/admin/events", "/api/admin/events/{featureName}", "/api/admin/search/events"}
-
 # --- rollout rules: strategy types (blueprints/strategies.py), in the runs below; a flag's
 # strategies are fuzzed with the flag routes, in test_features_schemathesis.py ----------------
 RULES_SECTION = "1 (rollout rules, on the reference server's paths)"
@@ -62,6 +58,28 @@ STRATEGY_PATHS = {
     "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}/strategies/{strategyId}",
     "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}/strategies/set-sort-order",
 }
+
+# --- rollout rules: segments, a flag's variants and its dependency (blueprints/segments.py,
+# variants.py, dependencies.py); their own tests are test_segments.py, test_variants.py and
+# test_dependencies.py -----------------------------------------------------------------------
+SEGMENT_VARIANT_DEPENDENCY_PATHS = {
+    "/api/admin/segments",
+    "/api/admin/segments/validate",
+    "/api/admin/segments/{id}",
+    "/api/admin/segments/{id}/strategies",
+    "/api/admin/segments/strategies/{strategyId}",
+    "/api/admin/projects/{projectId}/features/{featureName}/variants-batch",
+    "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}/variants",
+    "/api/admin/projects/{projectId}/dependencies",
+    "/api/admin/projects/{projectId}/features/{child}/dependencies",
+    "/api/admin/projects/{projectId}/features/{child}/dependencies/{parent}",
+    "/api/admin/projects/{projectId}/features/{child}/parents",
+    "/api/admin/projects/{projectId}/features/{parent}/parent-variants",
+}
+
+# --- the system event log (blueprints/events.py), in the runs below -------------------------
+EVENT_LOG_SECTION = "2.3 (the system event log, on the reference server's paths)"
+EVENT_LOG_PATHS = {"/api/admin/events", "/api/admin/events/{featureName}", "/api/admin/search/events"}
 
 # --- API tokens (blueprints/api_tokens.py); their schemathesis run is in test_api_tokens.py ------
 API_TOKENS_SECTION = "5 (API tokens for the SDKs, on the reference server's paths)"
@@ -90,6 +108,13 @@ APPLICATIONS_PATHS = {
     "/api/admin/metrics/unknown-flags",
 }
 
+# --- flags evaluated in the server: the Frontend API (blueprints/frontend_api.py; a frontend
+# token's tests are test_frontend_api.py) and OFREP (blueprints/ofrep.py, test_ofrep.py) --------
+FRONTEND_SECTION = "Frontend API (the reference server's /api/frontend: flags evaluated for a context)"
+FRONTEND_PATHS = {"/api/frontend", "/api/frontend/client/metrics", "/api/frontend/client/register"}
+OFREP_SECTION = "OFREP (the OpenFeature Remote Evaluation Protocol, v0.3.0)"
+OFREP_PATHS = {"/ofrep/v1/evaluate/flags", "/ofrep/v1/evaluate/flags/{key}"}
+
 
 def test_document__valid_openapi_3(openapi_document):
     validate(openapi_document)
@@ -101,12 +126,14 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
         FLAG_SECTION,
         ADDON_SECTION,
         GROUP_ROLES_SECTION,
-        EVENT_LOG_SECTION,
         RULES_SECTION,
+        EVENT_LOG_SECTION,
         API_TOKENS_SECTION,
         CLIENT_FEATURES_SECTION,
         CLIENT_METRICS_SECTION,
         APPLICATIONS_SECTION,
+        FRONTEND_SECTION,
+        OFREP_SECTION,
     }
     assert (
         set(openapi_document["paths"])
@@ -114,18 +141,22 @@ def test_document__five_operations_of_the_spec(app, openapi_document):
             "/api/admin/addons/{id}/events",
             "/api/admin/personal-dashboard",
             "/api/admin/ui-config",
+            "/api/admin/ui-config/cors",
             "/api/admin/archive/features",
             "/api/admin/scim-settings/generate-new-token",
         }
         | FLAG_PATHS
         | ADDON_PATHS
         | GROUP_ROLES_PATHS
-        | EVENT_LOG_PATHS
         | STRATEGY_PATHS
+        | SEGMENT_VARIANT_DEPENDENCY_PATHS
+        | EVENT_LOG_PATHS
         | API_TOKEN_PATHS
         | CLIENT_FEATURES_PATHS
         | CLIENT_METRICS_PATHS
         | APPLICATIONS_PATHS
+        | FRONTEND_PATHS
+        | OFREP_PATHS
     )
 
 
@@ -136,8 +167,9 @@ def test_document__security_scheme_and_error_statuses(openapi_document):
         for operation in operations.values():
             assert operation["security"] == [{"apiKey": []}]
             assert "401" in operation["responses"], path
-            # 200, or 201/202 for the flag changes' create and archive
-            assert {"200", "201", "202"} & set(operation["responses"]), path
+            # 200, or 201/202 for the flag changes' create and archive, 204 for the writes the
+            # reference answers with no body (segments, ui-config's CORS origins)
+            assert {"200", "201", "202", "204"} & set(operation["responses"]), path
     events = openapi_document["paths"]["/api/admin/addons/{id}/events"]["get"]
     assert set(events["responses"]) == {"200", "400", "401", "403", "404", "429", "503"}
 
