@@ -257,10 +257,16 @@ def api_schema(make_app, admin_token):
     receiver.close()
 
 
+#: Rollout rules whose validity no schema can say: a constraint's values depend on its operator
+#: (IN needs one, SEMVER_* a strict version...), a name may be taken, a type may be in use.
+#: Their run below counts a 400 as an answer to data that fits the schema, as the flag routes' does.
+RULES_ROUTES = r"^/api/admin/(segments|strategies)"
+
 schema = (
     schemathesis.pytest.from_fixture("api_schema")
     .exclude(path_regex=FLAG_ROUTES)
     .exclude(path_regex=API_TOKEN_ROUTES)
+    .exclude(path_regex=RULES_ROUTES)
 )
 
 
@@ -269,4 +275,30 @@ schema = (
 def test_api__schemathesis_finds_nothing(case):
     # Every check schemathesis has, on positive and negative data, with a valid admin token
     # identity: the in-process WSGI transport hands schemathesis the raw bytes, gzip undecoded
+    case.call_and_validate(headers={"Accept-Encoding": "identity"})
+
+
+@pytest.fixture
+def rules_api_schema(make_app, admin_token):
+    config = SchemathesisConfig.from_dict(
+        {
+            "generation": {"allow-x00": False},
+            "auth": {"openapi": {"apiKey": {"api_key": admin_token}}},
+            "checks": {
+                "positive_data_acceptance": {
+                    "expected-statuses": ["2xx", "3xx", "400", "401", "403", "404", "409", "429"]
+                }
+            },
+        }
+    )
+    app = make_app(auth_failure_limit="100000/minute")
+    return schemathesis.openapi.from_wsgi("/docs/openapi.json", app, config=config).include(
+        path_regex=RULES_ROUTES
+    )
+
+
+@schemathesis.pytest.from_fixture("rules_api_schema").parametrize()
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def test_rules_api__schemathesis_finds_nothing(case):
+    # Every other check, on positive and negative data, as above
     case.call_and_validate(headers={"Accept-Encoding": "identity"})
