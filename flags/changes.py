@@ -254,10 +254,16 @@ def _add_first_strategy(
 def archive(conn: Connection, caller: Caller, project_id: str, name: str, clock: Clock) -> None:
     """Archive a live flag; record ``feature-archived``.
 
+    A flag that live flags depend on is not archived; an archived flag's own dependency is
+    removed, with ``feature-dependencies-removed`` (as the reference does).
+
     :raise NotFound: no such project or flag in it.
     :raise Forbidden: the caller lacks DELETE_FEATURE.
-    :raise Conflict: the flag is archived already.
+    :raise Conflict: the flag is archived already, or live flags depend on it (named).
     """
+    # rules.dependencies builds on this module (its writes take LOCK): imported here, not above
+    from ..rules import dependencies as rule_dependencies
+
     with conn.write(LOCK):
         flag = flag_in_project(conn, caller, project_id, name, DELETE_FEATURE, event_tags=True)
         if flag["archived_at"] is not None:
@@ -266,6 +272,8 @@ def archive(conn: Connection, caller: Caller, project_id: str, name: str, clock:
                 f"POST /api/admin/archive/revive/{name}, or delete it for good with "
                 f"DELETE /api/admin/archive/{name}."
             )
+        rule_dependencies.refuse_archiving_a_parent(conn, name)
+        rule_dependencies.forget_on_archive(conn, Actor.of_caller(caller), project_id, name, clock)
         store_features.archive(conn, name, clock.now_rfc3339())
         events.record(
             conn,

@@ -201,6 +201,26 @@ def test_archive_hooks__a_parent_with_live_children_refused_and_a_child_forgets_
     assert event["featureName"] == "dark-mode"
 
 
+def test_archive__a_parent_with_live_children_409_nothing_archived__a_child_forgets_its_parent(
+    client, alice, db
+):
+    # Given: dark-mode depends on checkout-v2
+    depend(client, alice, "dark-mode", "checkout-v2")
+    # When: the parent is archived through the API
+    refused = client.delete(flag_path("default", "checkout-v2"), headers=auth(alice))
+    # Then: 409 naming the child, and the parent stays live
+    assert refused.status_code == 409
+    assert "dark-mode" in refused.get_json()["message"]
+    assert flag(client, alice, "checkout-v2")["archived"] is False
+    # When: the child is archived, its dependency goes with an event
+    assert client.delete(flag_path("default", "dark-mode"), headers=auth(alice)).status_code == 202
+    assert rows(db) == []
+    (event,) = recorded(db, "feature-dependencies-removed", limit=1)
+    assert event["featureName"] == "dark-mode"
+    # and the parent can be archived now
+    assert client.delete(flag_path("default", "checkout-v2"), headers=auth(alice)).status_code == 202
+
+
 def test_store__delete_flag_clears_both_sides(client, alice, db):
     depend(client, alice, "dark-mode", "checkout-v2")
     with db.write():
