@@ -23,6 +23,7 @@ from __future__ import annotations
 from flask import Blueprint
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+from ..flags.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE
 from ..permissions.names import (
     CREATE_FEATURE_STRATEGY,
     CREATE_STRATEGY,
@@ -31,6 +32,7 @@ from ..permissions.names import (
     UPDATE_FEATURE_STRATEGY,
     UPDATE_STRATEGY,
 )
+from ..records import WholeMatch
 from ..rules import constraints as rule_constraints
 from ..rules import strategies, strategy_types
 from ..rules.variants import PAYLOAD_TYPES, WEIGHT_TYPES
@@ -94,7 +96,8 @@ class CreateStrategyTypeSchema(Schema):
 
     name = fields.String(
         required=True,
-        metadata={"description": "Unique name, URL-friendly (the flag name rule).", "example": "betaUsers"},
+        validate=[validate.Length(min=1, max=NAME_MAX_LENGTH), WholeMatch(NAME_PATTERN, error=NAME_RULE)],
+        metadata={"description": "Unique name, which " + NAME_RULE + ".", "example": "betaUsers"},
     )
     title = fields.String(allow_none=True, validate=validate.Length(max=strategy_types.TITLE_MAX_LENGTH))
     description = fields.String(
@@ -102,7 +105,11 @@ class CreateStrategyTypeSchema(Schema):
     )
     editable = StrictBoolean(metadata={"description": "Accepted and not kept: a custom type is editable."})
     deprecated = StrictBoolean(metadata={"description": "Default false."})
-    parameters = fields.List(fields.Nested(StrategyTypeParameterSchema), required=True)
+    parameters = fields.List(
+        fields.Nested(StrategyTypeParameterSchema),
+        required=True,
+        validate=validate.Length(max=strategy_types.MAX_PARAMETERS),
+    )
 
 
 class UpdateStrategyTypeSchema(Schema):
@@ -117,7 +124,11 @@ class UpdateStrategyTypeSchema(Schema):
     description = fields.String(
         allow_none=True, validate=validate.Length(max=strategy_types.DESCRIPTION_MAX_LENGTH)
     )
-    parameters = fields.List(fields.Nested(StrategyTypeParameterSchema), required=True)
+    parameters = fields.List(
+        fields.Nested(StrategyTypeParameterSchema),
+        required=True,
+        validate=validate.Length(max=strategy_types.MAX_PARAMETERS),
+    )
 
 
 class StrategyTypeParameterAnswerSchema(Schema):

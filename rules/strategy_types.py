@@ -99,18 +99,15 @@ def _refuse(field: str, problem: str) -> None:
 
 def _parameters(parameters: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A type's parameters (loaded by the view's schema: ``{name, type[, description][,
-    required]}``), checked, in the stored shape ``{name, type, description, required}``.
+    required]}``), in the stored shape ``{name, type, description, required}``, in the order
+    sent (a name given twice is kept twice, as the reference server keeps it).
 
-    :raise Invalid: more than :data:`MAX_PARAMETERS`, or a name given twice.
+    :raise Invalid: more than :data:`MAX_PARAMETERS`.
     """
     if len(parameters) > MAX_PARAMETERS:
         _refuse("parameters", f"may hold at most {MAX_PARAMETERS} parameters; it holds {len(parameters)}")
-    seen: set[str] = set()
     stored = []
-    for index, parameter in enumerate(parameters):
-        if parameter["name"] in seen:
-            _refuse(f"parameters.{index}.name", f'"{parameter["name"]}" names an earlier parameter too')
-        seen.add(parameter["name"])
+    for parameter in parameters:
         stored.append(
             {
                 "name": parameter["name"],
@@ -138,7 +135,7 @@ def create(conn: Connection, caller: Caller, body: dict[str, Any], clock: Clock)
     accepted and not kept: a custom type is always editable). Returns it (``strategySchema``).
 
     :raise Forbidden: the caller lacks CREATE_STRATEGY (root roles Admin and Editor hold it).
-    :raise Invalid: the name is not URL-friendly, or the parameters repeat a name.
+    :raise Invalid: the name is not URL-friendly, or there are too many parameters.
     :raise Conflict: a type, built-in or custom, has that name.
     """
     name = body["name"]
@@ -175,7 +172,7 @@ def update(conn: Connection, caller: Caller, name: str, body: dict[str, Any], cl
 
     :raise Forbidden: the caller lacks UPDATE_STRATEGY, or the type is built in.
     :raise NotFound: there is no such type.
-    :raise Invalid: the parameters repeat a name.
+    :raise Invalid: there are too many parameters.
     """
     with conn.write(LOCK):
         require(conn, caller, None, UPDATE_STRATEGY)

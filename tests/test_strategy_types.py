@@ -167,10 +167,6 @@ def test_create__name_taken_by_a_custom_or_built_in_type__409_and_nothing_change
         ({**CUSTOM, "parameters": [{"name": "a"}]}, "parameters.0.type"),
         ({**CUSTOM, "parameters": [{"name": "", "type": "string"}]}, "parameters.0.name"),
         (
-            {**CUSTOM, "parameters": [{"name": "a", "type": "list"}, {"name": "a", "type": "string"}]},
-            "parameters.1.name",
-        ),
-        (
             {**CUSTOM, "parameters": [{"name": "a", "type": "string", "required": "yes"}]},
             "parameters.0.required",
         ),
