@@ -13,6 +13,12 @@ ships without an edit here.
   ``schema.sql`` and ``seed/*.json``; a dependency's templates, ``.lua`` scripts, ...), as
   PyInstaller ``(source, destination folder)`` pairs. Without them the binary builds fine and
   fails on start (``schema.sql`` not found): importlib.resources reads them from the bundle.
+- :func:`shared_libraries`: every shared library those distributions installed inside a package
+  that is not a Python extension module: a library the code loads by path with ctypes, which
+  import analysis never sees (yggdrasil-engine's Rust core, ``yggdrasil_engine/lib/
+  libyggdrasilffi.so``). They are bundled as binaries, not data: PyInstaller then follows
+  their own library dependencies, strips them, and :func:`glibc_floor` counts them. Without
+  them the binary starts and answers every evaluation 500 (``Failed to load dynlib``).
 - :func:`metadata_files`: each runtime distribution's ``METADATA`` and ``entry_points.txt``,
   so that ``importlib.metadata.version()`` and entry points work inside the binary.
 - :func:`glibc_floor`: the newest ``GLIBC_x.y`` symbol version any bundled ELF file needs,
@@ -24,6 +30,7 @@ more than its bytes (0.5 ms each on this machine's disk): only what runs is bund
 
 from __future__ import annotations
 
+import importlib.machinery
 import re
 import shutil
 import subprocess
@@ -40,6 +47,14 @@ CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".so", ".pyd", ".pyi")
 NOT_NEEDED_NAMES = ("py.typed",)
 #: Folders inside a package that hold nothing the program runs: caches, a library's own tests.
 NOT_NEEDED_FOLDERS = {"__pycache__", "tests", "test"}
+#: A shared library's name: ``libfoo.so``, ``libfoo.so.1.2``.
+SHARED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
+#: The suffixes that only Python extension modules carry (``.cpython-311-x86_64-linux-gnu.so``,
+#: ``.abi3.so``): import analysis collects those. An untagged ``.so`` may be either; one that
+#: analysis also collected is the same file at the same place, bundled once.
+EXTENSION_ONLY_SUFFIXES = tuple(
+    suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES if suffix != ".so"
+)
 
 
 def runtime_distributions(root: str = "flagadmin") -> list[metadata.Distribution]:
@@ -84,15 +99,32 @@ def imported_distributions(
     return [dist for dist in distributions if top_level_names(dist) & tops]
 
 
-def _is_data(path: PurePosixPath) -> bool:
-    """True for a file installed inside a package that is not code nor install metadata."""
+def _in_package(path: PurePosixPath) -> bool:
+    """True for a file installed inside a package folder, outside the folders of
+    :data:`NOT_NEEDED_FOLDERS`: not a top-level module, a script in bin/, nor install metadata."""
     top = path.parts[0]
     if len(path.parts) < 2 or top == ".." or top.endswith((".dist-info", ".data", ".egg-info")):
-        return False  # a top-level module, a script in bin/, or install metadata
+        return False
+    return not set(path.parts[1:-1]) & NOT_NEEDED_FOLDERS
+
+
+def _is_data(path: PurePosixPath) -> bool:
+    """True for a file installed inside a package that is not code, a shared library nor install
+    metadata."""
     return (
-        not set(path.parts[1:-1]) & NOT_NEEDED_FOLDERS
+        _in_package(path)
         and not path.name.endswith(CODE_SUFFIXES)
+        and not SHARED_LIBRARY.search(path.name)
         and path.name not in NOT_NEEDED_NAMES
+    )
+
+
+def _is_shared_library(path: PurePosixPath) -> bool:
+    """True for a shared library installed inside a package that is not an extension module."""
+    return (
+        _in_package(path)
+        and SHARED_LIBRARY.search(path.name) is not None
+        and not path.name.endswith(EXTENSION_ONLY_SUFFIXES)
     )
 
 
@@ -112,6 +144,15 @@ def data_files(distributions: Iterable[metadata.Distribution]) -> list[tuple[str
     """Return ``(absolute source path, destination folder inside the bundle)`` for every data
     file the distributions installed (their ``RECORD``), sorted."""
     return sorted({pair for dist in distributions for pair in _existing(dist, _is_data)})
+
+
+def shared_libraries(distributions: Iterable[metadata.Distribution]) -> list[tuple[str, str]]:
+    """Return ``(absolute source path, destination folder inside the bundle)`` for every shared
+    library the distributions installed inside a package (their ``RECORD``) that is not an
+    extension module, sorted: ``(".../yggdrasil_engine/lib/libyggdrasilffi.so",
+    "yggdrasil_engine/lib")``. The destination is where the package looks for it (beside its
+    code), as for data files."""
+    return sorted({pair for dist in distributions for pair in _existing(dist, _is_shared_library)})
 
 
 #: What importlib.metadata reads of a distribution: version and requirements, entry points.

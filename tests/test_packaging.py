@@ -257,6 +257,41 @@ def test_bundle__data_files__data_of_a_distribution_kept_code_and_metadata_left(
     assert bundle.metadata_files([dist]) == [(str(site / "pkg-1.0.dist-info/METADATA"), "pkg-1.0.dist-info")]
 
 
+def test_bundle__shared_libraries__libraries_loaded_by_path_are_binaries_not_data(tmp_path):
+    # Given: a distribution with libraries it loads by path (ctypes), extension modules, and a
+    # library in its own tests
+    site = tmp_path / "site"
+    dist = _installed_distribution(
+        site,
+        "engine",
+        [
+            "engine/__init__.py",
+            "engine/lib/libcore.so",
+            "engine/lib/libhelper.so.1.2",
+            "engine/_speedups.cpython-311-x86_64-linux-gnu.so",
+            "engine/_stable.abi3.so",
+            "engine/tests/libfixture.so",
+            "engine/lib/README.txt",
+        ],
+    )
+    # When
+    bundle = _bundle_module()
+    # Then: the two libraries, each to its folder, as binaries; neither is data, nor are the
+    # extension modules (import analysis collects those)
+    assert bundle.shared_libraries([dist]) == [
+        (str(site / "engine/lib/libcore.so"), "engine/lib"),
+        (str(site / "engine/lib/libhelper.so.1.2"), "engine/lib"),
+    ]
+    assert bundle.data_files([dist]) == [(str(site / "engine/lib/README.txt"), "engine/lib")]
+    # ... and of the installed yggdrasil-engine: its Rust core, to where its binding looks for it
+    from importlib import metadata
+
+    found = bundle.shared_libraries([metadata.distribution("yggdrasil-engine")])
+    assert [(Path(source).name, folder) for source, folder in found] == [
+        ("libyggdrasilffi.so", "yggdrasil_engine/lib")
+    ]
+
+
 def test_bundle__imported_distributions__only_those_whose_code_is_imported(tmp_path):
     # Given: three distributions: a package, a single-module extension, and one never imported
     site = tmp_path / "site"
