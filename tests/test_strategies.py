@@ -538,8 +538,10 @@ def test_archived_flag__changes_409_reads_served(client, admin_token, db, flag):
     assert client.get(strategies_path(), headers=auth(admin_token)).get_json() == [added]
 
 
-def test_delete_for_good__its_strategies_segment_links_and_variants_go_with_it(client, admin_token, db, flag):
-    # Given: a strategy using a segment, and variants in an environment
+def test_delete_for_good__its_strategies_segment_links_variants_and_dependency_go_with_it(
+    client, admin_token, db, flag
+):
+    # Given: a strategy using a segment, variants in an environment, a dependency on a parent
     segment = client.post(
         "/api/admin/segments",
         json={"name": "beta", "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1"]}]},
@@ -554,7 +556,14 @@ def test_delete_for_good__its_strategies_segment_links_and_variants_go_with_it(c
             " VALUES (?, 'production', '[]')",
             [FLAG],
         )
+    create_flag(client, admin_token, "parent-flag")
     client.delete(flag_path("default", FLAG), headers=auth(admin_token))
+    with db.write():  # (whatever archiving did with it, the row is there to go)
+        db.run(
+            "INSERT INTO feature_dependencies (child, parent, enabled) VALUES (?, 'parent-flag', 1)"
+            " ON CONFLICT (child) DO NOTHING",
+            [FLAG],
+        )
     # When
     response = client.delete(delete_path(FLAG), headers=auth(admin_token))
     # Then
@@ -562,6 +571,7 @@ def test_delete_for_good__its_strategies_segment_links_and_variants_go_with_it(c
     assert stored(db) == 0
     assert db.value("SELECT count(*) FROM feature_strategy_segments") == 0
     assert db.value("SELECT count(*) FROM feature_variants WHERE feature_name = ?", [FLAG]) == 0
+    assert db.value("SELECT count(*) FROM feature_dependencies WHERE child = ?", [FLAG]) == 0
     # and the segment, no longer used, can go
     assert (
         client.delete(
