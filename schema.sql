@@ -271,30 +271,46 @@ INSERT INTO event_counts (dimension, value, events)
         UNION ALL SELECT 'environment', environment FROM events WHERE environment IS NOT NULL
         UNION ALL SELECT 'creator', created_by_user_id FROM events WHERE created_by_user_id IS NOT NULL
     ) WHERE NOT EXISTS (SELECT 1 FROM event_counts) GROUP BY dimension, value;
+-- Each count: an UPDATE of its row, then an INSERT only when there was none (changes() is the
+-- last statement's of this trigger): a third cheaper than one upsert of the four rows.
 CREATE TRIGGER IF NOT EXISTS events_insert_count AFTER INSERT ON events BEGIN
-    INSERT INTO event_counts (dimension, value, events)
-        SELECT 'project', coalesce(NEW.project, ''), 1
-        UNION ALL SELECT 'type', NEW.type, 1
-        UNION ALL SELECT 'environment', NEW.environment, 1 WHERE NEW.environment IS NOT NULL
-        UNION ALL SELECT 'creator', NEW.created_by_user_id, 1 WHERE NEW.created_by_user_id IS NOT NULL
-        ON CONFLICT (dimension, value) DO UPDATE SET events = events + 1;
+    UPDATE event_counts SET events = events + 1 WHERE dimension = 'project' AND value = coalesce(NEW.project, '');
+    INSERT INTO event_counts SELECT 'project', coalesce(NEW.project, ''), 1 WHERE changes() = 0;
+    UPDATE event_counts SET events = events + 1 WHERE dimension = 'type' AND value = NEW.type;
+    INSERT INTO event_counts SELECT 'type', NEW.type, 1 WHERE changes() = 0;
+    UPDATE event_counts SET events = events + 1 WHERE dimension = 'environment' AND value = NEW.environment;
+    INSERT INTO event_counts SELECT 'environment', NEW.environment, 1
+        WHERE changes() = 0 AND NEW.environment IS NOT NULL;
+    UPDATE event_counts SET events = events + 1
+        WHERE dimension = 'creator' AND value = CAST(NEW.created_by_user_id AS TEXT);
+    INSERT INTO event_counts SELECT 'creator', CAST(NEW.created_by_user_id AS TEXT), 1
+        WHERE changes() = 0 AND NEW.created_by_user_id IS NOT NULL;
 END;
 CREATE TRIGGER IF NOT EXISTS events_delete_count AFTER DELETE ON events BEGIN
+    UPDATE event_counts SET events = events - 1 WHERE dimension = 'project' AND value = coalesce(OLD.project, '');
+    UPDATE event_counts SET events = events - 1 WHERE dimension = 'type' AND value = OLD.type;
+    UPDATE event_counts SET events = events - 1 WHERE dimension = 'environment' AND value = OLD.environment;
     UPDATE event_counts SET events = events - 1
-        WHERE (dimension, value) IN (VALUES ('project', coalesce(OLD.project, '')), ('type', OLD.type),
-            ('environment', OLD.environment), ('creator', CAST(OLD.created_by_user_id AS TEXT)));
+        WHERE dimension = 'creator' AND value = CAST(OLD.created_by_user_id AS TEXT);
 END;
 CREATE TRIGGER IF NOT EXISTS events_update_count AFTER UPDATE OF project, type, environment, created_by_user_id
     ON events BEGIN
+    UPDATE event_counts SET events = events - 1 WHERE dimension = 'project' AND value = coalesce(OLD.project, '');
+    UPDATE event_counts SET events = events - 1 WHERE dimension = 'type' AND value = OLD.type;
+    UPDATE event_counts SET events = events - 1 WHERE dimension = 'environment' AND value = OLD.environment;
     UPDATE event_counts SET events = events - 1
-        WHERE (dimension, value) IN (VALUES ('project', coalesce(OLD.project, '')), ('type', OLD.type),
-            ('environment', OLD.environment), ('creator', CAST(OLD.created_by_user_id AS TEXT)));
-    INSERT INTO event_counts (dimension, value, events)
-        SELECT 'project', coalesce(NEW.project, ''), 1
-        UNION ALL SELECT 'type', NEW.type, 1
-        UNION ALL SELECT 'environment', NEW.environment, 1 WHERE NEW.environment IS NOT NULL
-        UNION ALL SELECT 'creator', NEW.created_by_user_id, 1 WHERE NEW.created_by_user_id IS NOT NULL
-        ON CONFLICT (dimension, value) DO UPDATE SET events = events + 1;
+        WHERE dimension = 'creator' AND value = CAST(OLD.created_by_user_id AS TEXT);
+    UPDATE event_counts SET events = events + 1 WHERE dimension = 'project' AND value = coalesce(NEW.project, '');
+    INSERT INTO event_counts SELECT 'project', coalesce(NEW.project, ''), 1 WHERE changes() = 0;
+    UPDATE event_counts SET events = events + 1 WHERE dimension = 'type' AND value = NEW.type;
+    INSERT INTO event_counts SELECT 'type', NEW.type, 1 WHERE changes() = 0;
+    UPDATE event_counts SET events = events + 1 WHERE dimension = 'environment' AND value = NEW.environment;
+    INSERT INTO event_counts SELECT 'environment', NEW.environment, 1
+        WHERE changes() = 0 AND NEW.environment IS NOT NULL;
+    UPDATE event_counts SET events = events + 1
+        WHERE dimension = 'creator' AND value = CAST(NEW.created_by_user_id AS TEXT);
+    INSERT INTO event_counts SELECT 'creator', CAST(NEW.created_by_user_id AS TEXT), 1
+        WHERE changes() = 0 AND NEW.created_by_user_id IS NOT NULL;
 END;
 
 -- The outbox: one row per (event, integration) whose filters matched when the event was

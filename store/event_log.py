@@ -2,26 +2,30 @@
 ``GET /api/admin/events``, ``/api/admin/events/{featureName}`` and ``/api/admin/search/events``.
 
 Order: newest first, by ``created_at`` then ``id`` (both descending), as the reference server
-orders its log. Every filter has an index that ends in ``created_at`` (schema.sql's "system
-event log" indexes; on SQLite the rowid, the id, follows it in every index), so a filter's page
-is one backward range of its index, a date range within it included, and skipping ``offset``
-rows walks index entries only (SQLite defers reading a row until a column of it is needed;
-PostgreSQL answers the skipped part with an index-only scan of the ids, then reads the page).
+orders its log. Every filter has an index in that order (schema.sql's "system event log"
+indexes), so a filter's page, a date range within it included, is one backward range of its
+index. A page is read in two steps: its ids from the index alone (the skipped ``offset``
+entries are index entries, no row is read for them), then its rows by id. The broad indexes
+(the log's order, type, creator, environment) carry the project, so that the caller's
+visibility is checked on the entry.
 
 How many match (``total``), asked with every page:
 
-- conditions on projects alone (none, a ``project`` filter, the caller's visibility) are summed
-  from ``event_counts``, one row per project kept by triggers in the transaction of every event
-  (a few hundred rows at most to add, whatever the log's size);
-- a page that ends before ``limit`` tells its own total (``offset`` plus its rows);
-- any other condition is counted on its index, without reading the rows (SQLite's covering
+- from ``event_counts`` (rows per project, type, environment and creator, kept by triggers in
+  the transaction of every event; a few hundred rows to add at most): conditions on projects
+  alone (none, a ``project`` filter, the caller's visibility), and for a caller who sees every
+  event one ``type``, ``environment`` or ``createdBy`` condition alone (:func:`counted`);
+- a first page shorter than ``limit`` tells its own;
+- otherwise counted on the index of a condition, without reading the rows (SQLite's covering
   index, PostgreSQL's index-only scan): the cost grows with the events that match that
   condition, not with the log (docs/operations.md gives the figures); ``text`` (the free-text
   ``query``) reads every row the other conditions leave.
 
 A page ``offset`` rows deep walks ``offset`` index entries; past the middle of the matches it
 walks from the oldest end instead (the total is known first), so the last page costs what the
-first does.
+first does. A caller who sees some projects only is served by walking the log in order and
+checking each entry's project, or, when her projects hold few of the log's events, by sorting
+their entries of the project index (:func:`_by_project`).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ COLUMNS = (
     " data, pre_data, tags, group_id"
 )
 
-#: Stored in ``event_counts.project`` for the events of no project (its key cannot be NULL).
+#: ``event_counts``' value for the events of no project (its key cannot be NULL).
 NO_PROJECT = ""
 
 
@@ -299,7 +303,11 @@ def page(
         skip, order = max(total - offset - limit, 0), "ASC"
         limit = total - offset - skip
     params: dict[str, Any] = {"limit": limit, "offset": skip}
-    by_project = conditions.projects_only and _by_project(conn, conditions, visibility, total, skip + limit)
+    by_project = (
+        conn.dialect == "sqlite"
+        and conditions.projects_only
+        and _by_project(conn, conditions, visibility, total, skip + limit)
+    )
     where = _where(conn.dialect, conditions, visibility, params, by_project=by_project)
     rows = conn.all(_page_sql(where, order), params)
     if not newest_first:
