@@ -22,7 +22,13 @@ from helpers import auth
 
 def _path_of(rule: str) -> str:
     """A concrete path for an operation's rule: every variable filled with a plausible value."""
-    values = {"projectId": "default", "featureName": "checkout-v2", "environment": "production", "id": "1"}
+    values = {
+        "projectId": "default",
+        "featureName": "checkout-v2",
+        "environment": "production",
+        "id": "1",
+        "strategyId": "00000000-0000-4000-8000-000000000000",  # (a UUID: the route takes no other)
+    }
     return re.sub(r"<(?:[^:>]+:)?([^>]+)>", lambda m: values.get(m.group(1), "x"), rule)
 
 
