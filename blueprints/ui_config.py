@@ -147,12 +147,8 @@ class SetCorsSchema(Schema):
         required=True,
         metadata={
             "type": "array",
-            # the usual forms: what the pattern admits is always taken (a port of another
-            # length is taken too; a scheme's default port is not, as a browser never sends it)
-            "items": {
-                "type": "string",
-                "pattern": r"^(\*|https?://[a-z0-9]+(\.[a-z0-9]+)*(:[1-9][0-9]{3})?)$",
-            },
+            # exactly what the check takes (frontend.cors.origin_problem matches this pattern)
+            "items": {"type": "string", "pattern": cors.ORIGIN_PATTERN, "maxLength": cors.MAX_ORIGIN_LENGTH},
             "maxItems": cors.MAX_ORIGINS,
             "description": "Origins the Frontend API accepts requests from (scheme://host[:port]),"
             " or * for all.",
