@@ -39,6 +39,7 @@ CASES: list[tuple[str, str, list[str], str]] = [
         [],
         "the Frontend API: a context repeated, its 304, a new context each time, against bare routes",
     ),
+    ("events", "events", [], "the system event log at a million events: pages, totals, the write cost"),
     ("group-commit", "group_commit", [], "SQLite commits a second with and without group commit"),
     ("binary", "binary", [], "the one-file build against the package: start-up and throughput"),
     ("data", "data", [], "build the generated database (bench/data/bench.db) and its tokens"),
