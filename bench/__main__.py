@@ -30,6 +30,7 @@ CASES: list[tuple[str, str, list[str], str]] = [
         "webhook deliveries: write throughput with and without them, outbox drain",
     ),
     ("scim", "scim", [], "SCIM user and group operations in process: time and SQL statements"),
+    ("telemetry", "telemetry", [], "the five spec operations with the Prometheus metrics on, off and before"),
     ("rules", "rules", [], "a strategy add and a strategy update as ratios to a flag create, same run"),
     ("sdk-writes", "sdk_writes", [], "SDK metrics and registrations against a bare route answering 202"),
     ("client", "client", [], "the Client API's flag configuration (full, gzip, 304) against a bare route"),
