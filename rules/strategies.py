@@ -331,6 +331,13 @@ def _record(
     )
 
 
+def _after_last(next_sort_order: int) -> int:
+    """The ``sortOrder`` of a strategy added without one: after the last, or beside it when the
+    last already has the largest value a 32-bit ``sortOrder`` takes (ties are read by creation
+    time)."""
+    return min(next_sort_order, SORT_ORDER_RANGE[1])
+
+
 def add(
     conn: Connection,
     caller: Caller,
@@ -372,7 +379,7 @@ def add(
             strategy_name=checked["strategy_name"],
             title=checked["title"],
             disabled=checked["disabled"],
-            sort_order=place["next_sort_order"] if checked["sort_order"] is None else checked["sort_order"],
+            sort_order=_after_last(place["next_sort_order"]) if checked["sort_order"] is None else checked["sort_order"],
             parameters=checked["parameters"],
             constraints=checked["constraints"],
             variants=checked["variants"],

@@ -221,6 +221,19 @@ def test_list_and_flag__three_strategies__in_sort_order_then_creation(
     assert shown == {"development": [], "production": ["second", "first", "third"]}
 
 
+def test_add__after_a_strategy_at_the_largest_sort_order__beside_it(client, admin_token, flag):
+    # Given: a strategy at the largest sortOrder a 32-bit integer holds (as PostgreSQL stores it)
+    last = add(client, admin_token, {"name": "default", "title": "last", "sortOrder": 2**31 - 1})
+    assert last.status_code == 200
+    # When: another is added without a sortOrder
+    response = add(client, admin_token, {"name": "default", "title": "after"})
+    # Then: it is stored beside the last, on either engine
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["sortOrder"] == 2**31 - 1
+    listed = client.get(strategies_path(), headers=auth(admin_token)).get_json()
+    assert sorted(s["title"] for s in listed) == ["after", "last"]
+
+
 def test_get__one_strategy__as_added(client, admin_token, flag, assert_valid):
     added = add(client, admin_token, ROLLOUT).get_json()
     response = client.get(strategy_path(added["id"]), headers=auth(admin_token))
