@@ -379,7 +379,9 @@ def add(
             strategy_name=checked["strategy_name"],
             title=checked["title"],
             disabled=checked["disabled"],
-            sort_order=_after_last(place["next_sort_order"]) if checked["sort_order"] is None else checked["sort_order"],
+            sort_order=_after_last(place["next_sort_order"])
+            if checked["sort_order"] is None
+            else checked["sort_order"],
             parameters=checked["parameters"],
             constraints=checked["constraints"],
             variants=checked["variants"],
