@@ -30,7 +30,14 @@ class Timestamp(fields.AwareDateTime):
 
     Loading accepts any RFC 3339 timestamp with a time zone and returns it normalized to the
     stored form (UTC, milliseconds, ``Z``); dumping passes stored strings through unchanged.
+
+    :raise marshmallow.ValidationError: not such a timestamp, or one whose moment in UTC falls
+        outside the years 1 to 9999 (``0001-01-01T00:00:00+01:00``).
     """
+
+    default_error_messages: ClassVar[dict[str, str]] = {
+        "out_of_range": "Not a timestamp of the years 1 to 9999 once in UTC."
+    }
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
         if value is None or isinstance(value, str):
@@ -38,7 +45,11 @@ class Timestamp(fields.AwareDateTime):
         return format_rfc3339(value)
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        return format_rfc3339(super()._deserialize(value, attr, data, **kwargs))
+        moment = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return format_rfc3339(moment)
+        except OverflowError:
+            raise self.make_error("out_of_range") from None
 
 
 class DecimalInteger(fields.Integer):

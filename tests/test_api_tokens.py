@@ -234,6 +234,30 @@ def test_update__new_expiry__200_listed_and_api_token_updated(client, admin_toke
     assert secret not in orjson.dumps(event).decode()
 
 
+@pytest.mark.parametrize("expires_at", ["0001-01-01T00:00:00+01:01", "9999-12-31T23:30:00-01:00"])
+def test_create_and_update__expiry_outside_years_1_to_9999_in_utc__400_naming_it(
+    client, admin_token, db, expires_at
+):
+    secret = create(client, admin_token).get_json()["secret"]
+    before = (last_event_id(db), db.all("SELECT * FROM api_tokens"))
+    for response in (
+        client.put(f"{TOKENS}/{secret}", json={"expiresAt": expires_at}, headers=auth(admin_token)),
+        client.post(
+            TOKENS,
+            json={
+                "tokenName": "late",
+                "type": "client",
+                "environment": "production",
+                "expiresAt": expires_at,
+            },
+            headers=auth(admin_token),
+        ),
+    ):
+        assert response.status_code == 400, response.get_json()
+        assert "expiresAt" in response.get_json()["message"]
+    assert (last_event_id(db), db.all("SELECT * FROM api_tokens")) == before
+
+
 @pytest.mark.parametrize("method", ["PUT", "DELETE"])
 def test_update_and_delete__unknown_token__200_nothing_changed(client, admin_token, alice, db, method):
     """As the reference server: a secret that names no token is answered 200 and changes
