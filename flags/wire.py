@@ -182,7 +182,7 @@ def project_features_wire(flags: Iterable[dict[str, Any]]) -> dict[str, Any]:
                         "type": row["type"],
                         "enabled": bool(row["enabled"]),
                         "sortOrder": row["sort_order"],
-                        "variantCount": 0,
+                        "variantCount": row["variant_count"],
                         "lastSeenAt": row["last_seen_at"],
                     }
                     for row in flag["environments"]

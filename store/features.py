@@ -330,8 +330,9 @@ def project_features(conn: Connection, project_id: str, user_id: int | None) -> 
     """The live flags of a project, newest created first (then by name), each with its
     environments, tags and whether ``user_id`` favorited it.
 
-    Items: the keys of :func:`get` plus ``environments`` (rows of :func:`environments`),
-    ``tags`` and ``favorite`` (bool). Four queries, whatever the number of flags.
+    Items: the keys of :func:`get` plus ``environments`` (rows of :func:`environments`, each
+    with ``variant_count``: the number of the flag's variants there), ``tags`` and ``favorite``
+    (bool). Five queries, whatever the number of flags.
     """
     bytewise = BYTEWISE[conn.dialect]
     flags = conn.all(
@@ -346,6 +347,17 @@ def project_features(conn: Connection, project_id: str, user_id: int | None) -> 
         [project_id],
     ):
         by_flag[row["feature_name"]].append(row)
+    variant_counts = {
+        (row["feature_name"], row["environment"]): len(orjson.loads(row["variants"]))
+        for row in conn.all(
+            "SELECT feature_name, environment, variants FROM feature_variants"
+            f" WHERE variants <> '[]' AND feature_name IN ({live})",
+            [project_id],
+        )
+    }
+    for rows in by_flag.values():
+        for row in rows:
+            row["variant_count"] = variant_counts.get((row["feature_name"], row["name"]), 0)
     tags_by_flag: dict[str, list[dict[str, str]]] = defaultdict(list)
     for row in conn.all(
         f"SELECT feature_name, type, value FROM feature_tags WHERE feature_name IN ({live})"

@@ -145,6 +145,20 @@ def test_batch__flag_read_shows_each_environment_variants_in_the_reference_shape
     assert by_environment["development"] == []
 
 
+def test_batch__project_flag_list__variant_count_of_each_environment(client, alice):
+    # Given: two variants in production, none in development
+    push(client, alice, [{"name": "on", "weight": 0}, {"name": "off", "weight": 0}], ("production",))
+    # When
+    answer = client.get("/api/admin/projects/default/features", headers=auth(alice)).get_json()
+    # Then: each environment of the flag counts its own variants (projectFeaturesSchema)
+    (flag,) = [f for f in answer["features"] if f["name"] == FLAG]
+    counts = {e["name"]: e["variantCount"] for e in flag["environments"]}
+    assert counts == {"development": 0, "production": 2}
+    assert all(
+        e["variantCount"] == 0 for f in answer["features"] if f["name"] != FLAG for e in f["environments"]
+    )
+
+
 def test_batch__same_variants_again__no_second_event(client, alice, db):
     push(client, alice, [{"name": "on", "weight": 0}])
     before = last_event_id(db)
