@@ -79,8 +79,9 @@ def project_update(database: str, project_id: str, name: str | None, description
 @database_option()
 @click.argument("project_id", metavar="ID")
 def project_delete(database: str, project_id: str) -> None:
-    """Delete the project ID and its members' roles. Refused while it holds flags, live or
-    archived: archive and delete them first (the message says how).
+    """Delete the project ID, its members' roles, its segments, and the client and frontend
+    tokens that read it alone (tokens of several projects keep the others). Refused while it
+    holds flags, live or archived: archive and delete them first (the message says how).
 
     \b
     Example:

@@ -22,6 +22,8 @@ from ..refusals import Conflict, Invalid, NotFound
 from ..store import Connection
 from ..store import environments as store_environments
 from ..store import projects as store_projects
+from ..store import tokens as store_tokens
+from ..tokens import changes as token_changes
 from ..timestamps import SYSTEM_CLOCK, Clock
 from . import limits as resource_limits
 from .changes import LOCK as FEATURES_LOCK
@@ -112,8 +114,10 @@ def update(
 
 
 def delete(conn: Connection, actor: Actor, project_id: str, clock: Clock = SYSTEM_CLOCK) -> None:
-    """Delete a project that holds no flag, live or archived, and its members' roles; record
-    ``project-deleted``.
+    """Delete a project that holds no flag, live or archived, its members' roles and its
+    segments; record ``project-deleted``. As on the reference server, the client and frontend
+    tokens of this one project are deleted with it (``api-token-deleted`` each: a later project
+    of the same id is not theirs to read), and those of several projects read the others only.
 
     :raise NotFound: no such project.
     :raise Conflict: it still holds flags (the message says how many and how to remove them).
@@ -128,6 +132,13 @@ def delete(conn: Connection, actor: Actor, project_id: str, clock: Clock = SYSTE
                 f"flag (DELETE /api/admin/projects/{project_id}/features/NAME), then delete each "
                 "archived one (DELETE /api/admin/archive/NAME). Nothing was changed."
             )
+        for token in store_tokens.api_tokens(conn, project=project_id):
+            if token["projects"] == [project_id]:
+                token_changes.revoke(conn, actor, token["id"])
+            else:
+                store_tokens.set_projects(
+                    conn, token["id"], [p for p in token["projects"] if p != project_id]
+                )
         store_projects.delete(conn, project_id)
         events.record(conn, "project-deleted", actor, project=project_id, clock=clock)
 

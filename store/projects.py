@@ -42,9 +42,11 @@ def flag_counts(conn: Connection, project_id: str) -> dict[str, int]:
 
 
 def delete(conn: Connection, project_id: str) -> None:
-    """Remove a project without flags, its members' roles and the roles groups were mapped to
-    in it (so that a later project of the same id starts with none); call inside a write
-    transaction (the caller checks :func:`flag_counts` first)."""
+    """Remove a project without flags, its members' roles, the roles groups were mapped to in
+    it (so that a later project of the same id starts with none) and its own segments (as the
+    reference server's foreign key cascades; with its flags gone no strategy uses them); call
+    inside a write transaction (the caller checks :func:`flag_counts` first)."""
+    conn.run("DELETE FROM segments WHERE project_id = ?", [project_id])
     conn.run("DELETE FROM project_members WHERE project_id = ?", [project_id])
     conn.run("DELETE FROM group_project_roles WHERE project_id = ?", [project_id])
     conn.run("DELETE FROM projects WHERE id = ?", [project_id])

@@ -339,6 +339,13 @@ def set_expiry(conn: Connection, token_id: int, expires_at: str | None) -> bool:
     return changed == 1
 
 
+def set_projects(conn: Connection, token_id: int, projects: tuple[str, ...] | list[str]) -> None:
+    """Make the client or frontend token ``token_id`` read ``projects`` (a non-empty list);
+    the credentials version moves with it. Call inside a write transaction."""
+    with conn.write("api_tokens"):
+        conn.run("UPDATE api_tokens SET projects = ? WHERE id = ?", [_projects_column(projects), token_id])
+
+
 def revoke(conn: Connection, token_id: int) -> tuple[str, bool] | None:
     """Revoke the API token with id ``token_id``: it authenticates nobody from now on.
 

@@ -112,6 +112,50 @@ def test_project_delete__after_its_flags_are_archived_and_deleted__allowed(cli, 
     assert cli("project", "delete", "scratch").exit_code == 0
 
 
+def test_project_delete__with_rules_and_tokens__segments_and_its_own_tokens_go_with_it(
+    cli, client, admin_token, db
+):
+    # Given: a project whose one flag had a strategy using the project's segment, a client token
+    # of that project only, and a frontend token of it and "mobile"
+    cli("project", "create", "scratch")
+    h = auth(admin_token)
+    segment = client.post(
+        "/api/admin/segments",
+        json={"name": "scratch-testers", "project": "scratch", "constraints": []},
+        headers=h,
+    )
+    assert segment.status_code == 201, segment.get_json()
+    assert client.post(features_path("scratch"), json={"name": "short-lived"}, headers=h).status_code == 201
+    strategy = client.post(
+        flag_path("scratch", "short-lived") + "/environments/production/strategies",
+        json={"name": "default", "segments": [segment.get_json()["id"]]},
+        headers=h,
+    )
+    assert strategy.status_code == 200, strategy.get_json()
+    tokens = {}
+    for name, projects, kind in (
+        ("own", ["scratch"], "client"),
+        ("shared", ["scratch", "mobile"], "frontend"),
+    ):
+        body = {"tokenName": name, "type": kind, "environment": "production", "projects": projects}
+        answer = client.post("/api/admin/api-tokens", json=body, headers=h)
+        assert answer.status_code == 201, answer.get_json()
+        tokens[name] = answer.get_json()["secret"]
+    client.delete(flag_path("scratch", "short-lived"), headers=h)
+    client.delete("/api/admin/archive/short-lived", headers=h)
+    before = last_event_id(db)
+    # When
+    result = cli("project", "delete", "scratch")
+    # Then: deleted with its segment; its own token deleted (recorded), the shared one reads mobile
+    assert result.exit_code == 0, result.output
+    assert [e["type"] for e in events_since(db, before)] == ["api-token-deleted", "project-deleted"]
+    assert db.value("SELECT count(*) FROM segments WHERE project_id = 'scratch'") == 0
+    listed = {t["tokenName"]: t for t in client.get("/api/admin/api-tokens", headers=h).get_json()["tokens"]}
+    assert "own" not in listed and listed["shared"]["projects"] == ["mobile"]
+    assert client.get("/api/client/features", headers={"Authorization": tokens["own"]}).status_code == 401
+    assert client.get("/api/frontend", headers={"Authorization": tokens["shared"]}).status_code == 200
+
+
 # --- project roles ------------------------------------------------------------------------
 
 
