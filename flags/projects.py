@@ -23,8 +23,8 @@ from ..store import Connection
 from ..store import environments as store_environments
 from ..store import projects as store_projects
 from ..store import tokens as store_tokens
-from ..tokens import changes as token_changes
 from ..timestamps import SYSTEM_CLOCK, Clock
+from ..tokens import changes as token_changes
 from . import limits as resource_limits
 from .changes import LOCK as FEATURES_LOCK
 from .names import ENVIRONMENT_TYPES, name_problem
