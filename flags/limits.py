@@ -12,8 +12,9 @@ limit               counted, and checked on
                     a flag create and a revive
 ``projects``        projects; ``flagadmin project create``
 ``environments``    the install's environments; ``flagadmin environment add``
-``apiTokens``       admin API tokens neither revoked nor expired (personal access tokens
-                    are not counted, spec 8.4); ``flagadmin create-token --admin``
+``apiTokens``       admin, client and frontend API tokens neither revoked nor expired
+                    (personal access tokens are not counted, spec 8.4);
+                    ``POST /api/admin/api-tokens``, ``flagadmin create-token --admin``
 ``segments``        segments, global and of every project; ``POST /api/admin/segments``
 ``featureEnvironmentStrategies``
                     a flag's strategies in one environment; a strategy add
@@ -44,7 +45,7 @@ COUNTED: dict[str, str] = {
     "featureFlags": "live flags (archived flags are not counted)",
     "projects": "projects",
     "environments": "environments",
-    "apiTokens": "admin API tokens in use (personal access tokens are not counted)",
+    "apiTokens": "admin, client and frontend API tokens in use (personal access tokens are not counted)",
     "segments": "segments (global and of every project)",
     "featureEnvironmentStrategies": "strategies of the flag in this environment",
 }
