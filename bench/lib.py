@@ -1383,3 +1383,130 @@ def ensure_user_tokens(db_path: Path, count: int = USER_TOKENS, seed: int = 42) 
         db.close()
     path.write_text(json.dumps(chosen, indent=1) + "\n")
     return chosen
+
+
+# --- a database of realistic rules (the client and frontend cases) ------------------------
+
+
+def constraint(r: random.Random, kind: int) -> dict:
+    """A constraint of one of seven kinds, its values drawn from ``r``."""
+    if kind == 0:
+        return {"contextName": "country", "operator": "IN", "values": r.sample(COUNTRIES, r.randint(1, 6))}
+    if kind == 1:
+        return {
+            "contextName": "email",
+            "operator": "STR_ENDS_WITH",
+            "values": ["@example.com", "@example.org"],
+        }
+    if kind == 2:
+        values = ["pro", "enterprise"]
+        return {
+            "contextName": "plan",
+            "operator": "STR_STARTS_WITH",
+            "values": values,
+            "caseInsensitive": True,
+        }
+    if kind == 3:
+        return {"contextName": "seats", "operator": "NUM_GT", "value": str(r.randint(1, 500))}
+    if kind == 4:
+        version = f"{r.randint(1, 9)}.{r.randint(0, 20)}.0"
+        return {"contextName": "appVersion", "operator": "SEMVER_GTE", "value": version}
+    if kind == 5:
+        return {"contextName": "currentTime", "operator": "DATE_AFTER", "value": "2026-01-01T00:00:00.000Z"}
+    users = [str(r.randint(1, 10**6)) for _ in range(3)]
+    return {"contextName": "userId", "operator": "NOT_IN", "values": users, "inverted": r.random() < 0.2}
+
+
+COUNTRIES = ["NO", "SE", "DK", "FI", "DE", "FR", "NL", "BE", "ES", "IT", "PL", "GB", "IE", "US", "CA"]
+
+
+def rules_database(folder: Path, flags: int, seed: int = 42) -> dict:
+    """Make a run's database in ``folder`` (``client.db``), the state the ``client`` and
+    ``frontend`` cases both measure: the demo data, ``flags`` flags of realistic rules in
+    ``development`` written through the admin API in process (every flag a flexibleRollout of
+    0 to 100 %; a third with one to three constraints of :func:`constraint`'s kinds; one in eight
+    using one or two of 20 segments; one in six with strategy variants; one in ten a second
+    strategy, userWithId; one in ten flag variants; 70 % switched on), a client token of every
+    project there; return ``{"db", "client_token", "flags"}``."""
+    from flagadmin import events
+    from flagadmin.app import create_app
+    from flagadmin.seed.documents import demo_files, load_files
+    from flagadmin.store import connect, schema
+    from flagadmin.store import tokens as store_tokens
+    from flagadmin.tokens import changes as token_changes
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    db = folder / "client.db"
+    schema.ensure_schema(str(db))
+    with connect(str(db)) as conn:
+        load_files(conn, demo_files())
+        client_token, _ = token_changes.create_api_token(
+            conn, events.COMMAND_LINE, type="client", name="bench", environment="development", projects=["*"]
+        )
+        admin_token = store_tokens.new_admin_token()
+        store_tokens.insert_token(conn, admin_token, kind="admin", name="bench")
+    client = create_app({"DATABASE": str(db)}).test_client()
+    headers = {"Authorization": admin_token}
+
+    def send(method: str, path: str, body=None, expect=(200, 201, 204)) -> dict | None:
+        response = client.open(path, method=method, json=body, headers=headers)
+        if response.status_code not in expect:
+            raise RuntimeError(
+                f"{method} {path}: {response.status_code} {response.get_data(as_text=True)[:300]}"
+            )
+        return response.get_json(silent=True)
+
+    known = {s["name"] for s in send("GET", "/api/admin/strategies")["strategies"]}
+    if "userWithId" not in known:
+        send(
+            "POST",
+            "/api/admin/strategies",
+            {"name": "userWithId", "parameters": [{"name": "userIds", "type": "list"}]},
+        )
+    r = random.Random(seed)
+    segments = [
+        send(
+            "POST",
+            "/api/admin/segments",
+            {"name": f"bench segment {i}", "constraints": [constraint(r, i % 7)]},
+        )["id"]
+        for i in range(20)
+    ]
+    project = "/api/admin/projects/default/features"
+    for i in range(flags):
+        name = f"{['checkout', 'search', 'profile', 'billing', 'onboarding'][i % 5]}-{i:04d}"
+        send(
+            "POST",
+            project,
+            {"name": name, "type": "release", "description": f"Rollout {i}"},
+        )
+        strategy = {
+            "name": "flexibleRollout",
+            "parameters": {"rollout": str(r.randint(0, 100)), "stickiness": "default", "groupId": name},
+            "constraints": [constraint(r, r.randrange(7)) for _ in range(r.randint(1, 3) * (i % 3 == 0))],
+            "segments": r.sample(segments, r.randint(1, 2)) if i % 8 == 1 else [],
+            "variants": [
+                {"name": color, "weight": 0, "weightType": "variable", "stickiness": "default",
+                 "payload": {"type": "string", "value": f"{color}-{i}"}}
+                for color in ["blue", "green", "red"][: r.randint(2, 3)]
+            ] if i % 6 == 2 else [],
+        }  # fmt: skip
+        path = f"{project}/{name}/environments/development"
+        send("POST", f"{path}/strategies", strategy)
+        if i % 10 == 3:
+            ids = ",".join(str(r.randint(1, 10**6)) for _ in range(r.randint(2, 8)))
+            send("POST", f"{path}/strategies", {"name": "userWithId", "parameters": {"userIds": ids}})
+        if i % 10 == 5:
+            variants = [
+                {"name": v, "weight": 0, "weightType": "variable", "stickiness": "default"}
+                for v in ("on", "off")
+            ]
+            send(
+                "PUT",
+                f"{project}/{name}/variants-batch",
+                {"variants": variants, "environments": ["development"]},
+            )
+        if r.random() < 0.7:
+            send("POST", f"{path}/on")
+    return {"db": str(db), "client_token": client_token, "flags": flags}
