@@ -100,7 +100,8 @@ def evaluate_flag(caller, conn, key):
     targetingKey)."""
     try:
         context = ofrep.request_context(request.get_data(), request.remote_addr, key)
-        return ofrep.evaluate_one(_evaluated(conn, caller), key, context)
+        # the body is built in the schema's shape already: sent as it is, not dumped again
+        return json_response(ofrep.evaluate_one(_evaluated(conn, caller), key, context))
     except ofrep.OfrepError as error:
         return _failure(error)
 

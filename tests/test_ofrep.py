@@ -168,6 +168,23 @@ def test_one_flag__tokens(setup, admin_token, db):
     assert evaluate(client, {"Authorization": production}, "plain-on").get_json()["value"] is False
 
 
+def test_one_flag__repeated_bad_tokens__429_with_retry_after_and_a_good_token_still_answered(make_app, db):
+    # Given: an install allowing two failed authentications a minute from one address
+    client = make_app(auth_failure_limit="2/minute").test_client()
+    secret, _ = create_api_token(
+        db, events.COMMAND_LINE, type="frontend", name="web", environment="development", projects=["*"]
+    )
+    wrong = {"Authorization": "Bearer *:development." + "0" * 56}
+    # When: a third request after two failures
+    failures = [evaluate(client, wrong, "apple-pay").status_code for _ in range(2)]
+    refused = evaluate(client, wrong, "apple-pay")
+    # Then: 429 with Retry-After (the provider waits that long), and a valid token is answered
+    assert failures == [401, 401]
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert evaluate(client, {"Authorization": f"Bearer {secret}"}, "apple-pay").status_code == 200
+
+
 def test_bulk__every_flag_with_an_etag_and_304(setup):
     client, headers = setup
     body = {"context": {"targetingKey": "u1", "country": "SE"}}

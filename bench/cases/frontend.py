@@ -2,10 +2,9 @@
 
     python -m bench frontend [--rounds 3] [--seconds 10] [--connections 8] [--flags 1000] [--quick]
 
-On a database made for the run by the Client API case's builder (``bench.cases.client.prepare``:
-the demo data and ``--flags`` flags of realistic rules in ``development``, 70 % switched on;
-reused rather than copied, the one import of a case by another, so that both cases measure
-the same state) with a frontend token of every project in ``development``:
+On a database made for the run by ``bench.lib.rules_database``, as the Client API case's (the
+demo data and ``--flags`` flags of realistic rules in ``development``, 70 % switched on: both
+cases measure the same state) with a frontend token of every project in ``development``:
 
 - **same**: one context repeated (a browser polling), ``GET /api/frontend?<context>``: the
   answer kept, its bytes sent; against a Flask route and a bare WSGI callable serving the same
@@ -16,7 +15,11 @@ the same state) with a frontend token of every project in ``development``:
   makes the same engine calls through the engine's public API (``UnleashEngine.check_variant``
   per flag switched on, fed the same state) for the same context and returns their answer
   (line 0.6). The route's answer is checked to be flagadmin's, byte for byte, for a sample
-  context before the run.
+  context before the run;
+- **ofrep**: OFREP's single-flag evaluation, ``POST /ofrep/v1/evaluate/flags/{key}`` of a flag
+  on for the repeated context, that context in the body (``targetingKey`` and its properties):
+  one engine call a request, nothing kept between them; against a Flask route and a bare WSGI
+  callable answering the same bytes (line 0.5).
 
 And, in this process pinned to the server's core, the engine's own cost: CPU per
 ``check_variant`` call (the floor of "new", per flag and per request), and the three ways
@@ -48,12 +51,12 @@ import time
 from pathlib import Path
 
 from bench import lib
-from bench.cases.client import prepare
 
 #: The lines the ratios are held to.
-LINES = {"same": 0.7, "304": 0.7, "new": 0.6}
+LINES = {"same": 0.7, "304": 0.7, "new": 0.6, "ofrep": 0.5}
 
 FRONTEND = "/api/frontend"
+OFREP = "/ofrep/v1/evaluate/flags/"
 
 #: The context repeated by "same" and "304" (what the browser SDK sends, its own sessionId).
 SAME_QUERY = (
@@ -68,6 +71,26 @@ local etag = os.getenv("BENCH_ETAG")
 if etag and etag ~= "" then
   wrk.headers["If-None-Match"] = etag
 end
+"""
+
+#: The repeated context as OFREP's providers send it (the same user as SAME_QUERY).
+OFREP_BODY = {
+    "context": {
+        "targetingKey": "user-17",
+        "appName": "shop-web",
+        "sessionId": "812733491",
+        "country": "NO",
+        "plan": "pro",
+        "seats": "42",
+        "appVersion": "3.2.1",
+        "email": "ann@example.com",
+    }
+}
+
+#: A wrk script posting BENCH_BODY as JSON, on top of the suite's own script.
+OFREP_SCRIPT = """dofile({wrk_lua!r})
+wrk.body = os.getenv("BENCH_BODY")
+wrk.headers["Content-Type"] = "application/json"
 """
 
 #: A wrk script asking for a new context each request: userId and sessionId counted up from
@@ -92,6 +115,7 @@ TARGETS = {
     "same": ("flagadmin", "flask", "wsgi"),
     "304": ("flagadmin", "flask", "wsgi"),
     "new": ("flagadmin", "engine"),
+    "ofrep": ("flagadmin", "flask", "wsgi"),
 }
 
 
@@ -273,9 +297,11 @@ class Run:
         self.conditional_script.write_text(CONDITIONAL_SCRIPT.format(wrk_lua=wrk_lua))
         self.new_script = work / "new-context.lua"
         self.new_script.write_text(NEW_CONTEXT_SCRIPT.format(wrk_lua=wrk_lua))
+        self.ofrep_script = work / "ofrep.lua"
+        self.ofrep_script.write_text(OFREP_SCRIPT.format(wrk_lua=wrk_lua))
         self.state_file = work / "state.json"
         self.answers = self.fetch_answers()
-        self.indexes = {kind: self.ceiling_index(kind) for kind in ("same", "304")}
+        self.indexes = {kind: self.ceiling_index(kind) for kind in ("same", "304", "ofrep")}
         self.requests_sent = 0
 
     def server(self, target: str, kind: str) -> lib.Server:
@@ -318,19 +344,29 @@ class Run:
                     ]
                 )
                 fresh = client.send("GET", f"{FRONTEND}?{query}")
+                key = json.loads(body)["toggles"][0]["name"] if status == 200 else ""
+                ofrep = client.send("POST", OFREP + key, body=OFREP_BODY)
             finally:
                 client.close()
-        if status != 200 or again[0] != 304 or fresh[0] != 200:
-            raise RuntimeError(f"flagadmin answered {status}, then {again[0]} conditionally, {fresh[0]} new")
+        if status != 200 or again[0] != 304 or fresh[0] != 200 or ofrep[0] != 200:
+            raise RuntimeError(
+                f"flagadmin answered {status}, then {again[0]} conditionally,"
+                f" {fresh[0]} new, {ofrep[0]} OFREP"
+            )
+        if json.loads(ofrep[2]).get("value") is not True:
+            raise RuntimeError(f"OFREP: {key} is not on for the repeated context: {ofrep[2][:200]!r}")
         engine, names, impression = load_engine(self.state_file)
         if engine_answer(engine, names, impression, sample) != fresh[2]:
             raise RuntimeError("the engine ceiling's answer is not flagadmin's for the same context")
         (self.work / "answer.json").write_bytes(body)
+        (self.work / "ofrep.json").write_bytes(ofrep[2])
         (self.work / "empty").write_bytes(b"")
         return {
             "bytes": len(body),
             "toggles": len(json.loads(body)["toggles"]),
             "etag": headers["etag"],
+            "ofrep_key": key,
+            "ofrep_bytes": len(ofrep[2]),
             "new_context_bytes": len(fresh[2]),
             "flags": len(json.loads(self.state_file.read_text())["features"]),
             "switched_on": len(names),
@@ -338,11 +374,15 @@ class Run:
 
     def ceiling_index(self, kind: str) -> Path:
         """The ceilings' answer to the repeated context: its bytes, or its 304."""
+        method, path = "GET", FRONTEND
         if kind == "same":
             status, headers, body = 200, [["Content-Type", "application/json"]], "answer.json"
+        elif kind == "ofrep":
+            method, path = "POST", OFREP + self.answers["ofrep_key"]
+            status, headers, body = 200, [["Content-Type", "application/json"]], "ofrep.json"
         else:
             status, headers, body = 304, [["ETag", self.answers["etag"]]], "empty"
-        entry = {"method": "GET", "path": FRONTEND, "query": None, "auth": None, "gzip": False,
+        entry = {"method": method, "path": path, "query": None, "auth": None, "gzip": False,
                  "status": status, "headers": headers, "body": body}  # fmt: skip
         index = self.work / f"ceiling-{kind}.json"
         index.write_text(json.dumps([entry]))
@@ -352,24 +392,30 @@ class Run:
         """A fresh ``target`` server under wrk asking for ``kind``; its figures."""
         expected = 304 if kind == "304" else 200
         same_path = f"{FRONTEND}?{SAME_QUERY}"
+        ofrep_path = OFREP + self.answers["ofrep_key"]
+        ofrep_body = json.dumps(OFREP_BODY)
         with self.server(target, kind) as server:
             client = lib.Client(server.port, self.token)
             try:
                 for n in range(5):
                     headers = {"If-None-Match": self.answers["etag"]} if kind == "304" else {}
                     path = same_path if kind != "new" else f"{FRONTEND}?userId=warm-{n}&sessionId=warm-{n}"
-                    status = client.send("GET", path, headers=headers)[0]
+                    if kind == "ofrep":
+                        status = client.send("POST", ofrep_path, body=OFREP_BODY)[0]
+                    else:
+                        status = client.send("GET", path, headers=headers)[0]
                     if status != expected:
                         raise RuntimeError(f"{target}: {kind} answered {status} while warming up")
             finally:
                 client.close()
             cpu_before = server.cpu_seconds()
-            script = self.new_script if kind == "new" else self.conditional_script
+            script = {"new": self.new_script, "ofrep": self.ofrep_script}.get(kind, self.conditional_script)
             self.requests_sent += 10**7
             figures = lib.run_wrk(
                 self.wrk,
                 server.port,
-                [same_path],
+                [ofrep_path if kind == "ofrep" else same_path],
+                method="POST" if kind == "ofrep" else "GET",
                 auth=self.token,
                 duration=self.args.duration,
                 connections=self.args.connections,
@@ -379,6 +425,7 @@ class Run:
                 env={
                     "BENCH_ETAG": self.answers["etag"] if kind == "304" else "",
                     "BENCH_START": str(self.requests_sent),
+                    "BENCH_BODY": ofrep_body,
                 },
             )
             cpu = server.cpu_seconds() - cpu_before
@@ -407,7 +454,7 @@ def main(argv: list[str]) -> None:
     machine["wrk"] = lib.wrk_version(wrk)
     work = args.out / "frontend"
     print(f"writing {args.flags} flags through the admin API ...", flush=True)
-    state = prepare(work, args.flags)
+    state = lib.rules_database(work, args.flags)
     from flagadmin import events
     from flagadmin.store import connect
     from flagadmin.tokens.changes import create_api_token
@@ -453,7 +500,7 @@ def main(argv: list[str]) -> None:
         }
         for name, figures in rounds.items()
     }
-    ceiling = {"same": "flask", "304": "flask", "new": "engine"}
+    ceiling = {"same": "flask", "304": "flask", "new": "engine", "ofrep": "flask"}
     ratios = {
         kind: medians[f"{kind}: flagadmin"]["rps"] / medians[f"{kind}: {ceiling[kind]}"]["rps"]
         for kind in TARGETS
@@ -511,6 +558,7 @@ def main(argv: list[str]) -> None:
         "same": "serving the same bytes",
         "304": "serving the same 304",
         "new": "making the same engine calls",
+        "ofrep": f"answering the same bytes ({a['ofrep_key']}, {a['ofrep_bytes']} bytes)",
     }
     lines = [
         "# frontend",
