@@ -7,7 +7,7 @@ means. :class:`Settings`, :func:`settings_from_env` and the table of ``docs/sett
 are all built from that list. Every variable is optional. Bad values are refused at start-up
 with a :class:`SettingsError` naming the variable, never at request time.
 
-The module is longer than most (about 500 lines) because it is the one place settings live:
+The module is longer than most (about 600 lines) because it is the one place settings live:
 the parsers, then the declarations (half the file, one :class:`Setting` each), then what is
 built from them. Splitting it would put a setting's parser and its declaration apart.
 """

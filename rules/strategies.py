@@ -33,6 +33,11 @@ strategy after and before), ``-remove`` (``preData``), ``strategy-order-changed`
 (``{strategyIds}`` in order). A flag that is archived is read, never changed (409). The
 permissions are the reference's, per environment: CREATE_FEATURE_STRATEGY,
 UPDATE_FEATURE_STRATEGY, DELETE_FEATURE_STRATEGY; reading takes any role in the project.
+
+The module is longer than most (about 650 lines) because it holds the reference server's rules
+of a strategy in one place, in three parts: looking up (80 lines), checking a body (130), and
+the six changes with their events and the switch-off rule they share (330). The checks of
+constraints, segments and variants it applies live in their own modules.
 """
 
 from __future__ import annotations
