@@ -338,9 +338,10 @@ class BucketSchema(Schema):
 
 
 class NullableNested(fields.Nested):
-    """A nested object that may also be null, documented as the object alone: apispec writes
-    a nullable nested object in OpenAPI 3.0 as ``anyOf: [the object, any object]``, which
-    says that ``{}`` would do."""
+    """A nested object that may also be null. Declared with ``allow_none`` and the metadata
+    ``nullable_object``, the document says so as OpenAPI 3.0 does (``allOf`` of the object with
+    ``nullable: true``, :func:`flagadmin.web.openapi.nullable_object`), not as apispec's ``anyOf``
+    of the object and any object, which would say that ``{}`` will do."""
 
     def deserialize(self, value: Any, attr: str | None = None, data: Any = None, **kwargs: Any) -> Any:
         if value is None:
@@ -353,7 +354,11 @@ class ClientMetricsSchema(_Sdk):
 
     bucket = NullableNested(
         BucketSchema,
-        metadata={"description": "The counts; null or absent when the report carries only impact metrics."},
+        allow_none=True,
+        metadata={
+            "description": "The counts; null or absent when the report carries only impact metrics.",
+            "nullable_object": True,
+        },
     )
 
     def quick_load(self, data: Any) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ protocol's body ``{key, errorCode, errorDetails}`` (bulk: ``{errorCode, errorDet
 from __future__ import annotations
 
 from flask import Blueprint, current_app, request
-from marshmallow import Schema, fields
+from marshmallow import EXCLUDE, Schema, fields
 
 from ..frontend import ofrep
 from ..web.auth import Permission
@@ -43,13 +43,23 @@ def _make_cache(setup) -> None:
 
 
 class EvaluationRequestSchema(Schema):
-    """OFREP's ``evaluationRequest``: ``{"context": {"targetingKey": ..., attributes...}}``."""
+    """OFREP's ``evaluationRequest``: ``{"context": {"targetingKey": ..., attributes...}}``
+    (other members are ignored, as the protocol lets a request carry them)."""
+
+    class Meta:
+        unknown = EXCLUDE
 
     context = fields.Dict(
+        allow_none=True,
         metadata={
-            "description": "targetingKey (the Unleash userId) and attributes: appName, environment, "
-            "sessionId, remoteAddress, currentTime stay top level, any other is a property."
-        }
+            "description": "targetingKey (the Unleash userId) and attributes (null or absent: none): "
+            "appName, environment, "
+            "sessionId, remoteAddress, currentTime stay top level, any other is a property. A value "
+            "is a string, a number or a boolean, null as absent (an object or a list is INVALID_CONTEXT).",
+            "additionalProperties": {
+                "anyOf": [{"type": "string", "nullable": True}, {"type": "number"}, {"type": "boolean"}]
+            },
+        },
     )
 
 
@@ -63,6 +73,26 @@ class EvaluationSuccessSchema(Schema):
     )
     variant = fields.String(required=True)
     metadata = fields.Dict()
+
+
+class EvaluationFailureSchema(Schema):
+    """OFREP's ``evaluationFailure``: why one flag could not be evaluated."""
+
+    key = fields.String(required=True)
+    errorCode = fields.String(
+        required=True,
+        metadata={
+            "enum": ["FLAG_NOT_FOUND", "PARSE_ERROR", "TARGETING_KEY_MISSING", "INVALID_CONTEXT", "GENERAL"]
+        },
+    )
+    errorDetails = fields.String(metadata={"description": "What went wrong and what to do."})
+
+
+class BulkEvaluationFailureSchema(Schema):
+    """OFREP's ``bulkEvaluationFailure``: why no flag could be evaluated."""
+
+    errorCode = fields.String(required=True, metadata={"enum": ["PARSE_ERROR", "INVALID_CONTEXT", "GENERAL"]})
+    errorDetails = fields.String(metadata={"description": "What went wrong and what to do."})
 
 
 class BulkEvaluationSchema(Schema):
@@ -107,6 +137,17 @@ def evaluate_flag(caller, conn, key):
 
 
 evaluate_flag.operation.body_schema = EvaluationRequestSchema()
+evaluate_flag.operation.body_required = False
+evaluate_flag.operation.error_schemas = {
+    400: (
+        "PARSE_ERROR, INVALID_CONTEXT or TARGETING_KEY_MISSING, in OFREP's body.",
+        EvaluationFailureSchema(),
+    ),
+    404: (
+        "FLAG_NOT_FOUND: the token reads no live flag of that name, in OFREP's body.",
+        EvaluationFailureSchema(),
+    ),
+}
 
 
 @operation(
@@ -141,3 +182,7 @@ def evaluate_flags(caller, conn):
 
 
 evaluate_flags.operation.body_schema = EvaluationRequestSchema()
+evaluate_flags.operation.body_required = False
+evaluate_flags.operation.error_schemas = {
+    400: ("PARSE_ERROR or INVALID_CONTEXT, in OFREP's body.", BulkEvaluationFailureSchema())
+}

@@ -133,7 +133,10 @@ def current_time(text: str) -> str:
         )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is in year 0 once in UTC
+        _refuse("currentTime", f"{text[:60]!r} falls outside the years 1 to 9999 once in UTC")
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

@@ -215,6 +215,18 @@ def test_current_time__date_constraints_evaluated_at_the_contexts_time(client, a
     assert "fe-launch" in {t["name"] for t in posted.get_json()["toggles"]}
 
 
+@pytest.mark.parametrize(
+    "moment", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:30:00-01:00", "2030-13-01T00:00:00Z"]
+)
+def test_current_time__not_a_moment_of_years_1_to_9999__400_naming_it(client, frontend_token, moment):
+    for response in (
+        client.get(FRONTEND, query_string={"currentTime": moment}, headers=auth(frontend_token)),
+        client.post(FRONTEND, json={"context": {"currentTime": moment}}, headers=auth(frontend_token)),
+    ):
+        assert response.status_code == 400, response.get_json()
+        assert "currentTime" in response.get_json()["message"]
+
+
 def test_dependencies__on_a_disabled_parent_and_on_an_enabled_one(client, admin, frontend_token):
     admin.flag("fe-parent", on=False)
     admin.flag("fe-needs-parent-off")

@@ -26,11 +26,12 @@ def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
     schema, its links and every error status it can answer, all with schemas;
     ``base_uri_path`` becomes the server URL.
     """
+    marshmallow_plugin = MarshmallowPlugin()
     spec = APISpec(
         title="flagadmin admin API",
         version=__version__,
         openapi_version="3.0.3",
-        plugins=[MarshmallowPlugin()],
+        plugins=[marshmallow_plugin],
         info={
             "description": "Integration events, personal dashboard, UI configuration, archived "
             "features and SCIM token generation (spec/admin-api.md); beside them, the reference "
@@ -38,6 +39,7 @@ def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
         },
         servers=[{"url": base_uri_path or "/"}],
     )
+    marshmallow_plugin.converter.add_attribute_function(nullable_object)
     spec.components.security_scheme(
         SECURITY_SCHEME,
         {
@@ -61,6 +63,21 @@ def build_document(app: Flask, base_uri_path: str = "") -> dict[str, Any]:
     for path, operations in paths.items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()
+
+
+def nullable_object(self, field: Any, ret: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """An apispec attribute function: a nested object that may be null (a field marked
+    ``metadata={"nullable_object": True}`` with ``allow_none``) as OpenAPI 3.0 says one, ``allOf``
+    of its schema with ``nullable: true``, in place of apispec's ``anyOf`` of the object and
+    any object (which would say that ``{}`` will do)."""
+    if not field.metadata.get("nullable_object"):
+        return {}
+    found = [ret.pop("$ref", None)] + [
+        item.get("$ref") for item in ret.pop("allOf", []) + ret.pop("anyOf", [])
+    ]
+    ret.pop("nullable", None)
+    references = [reference for reference in found if reference]
+    return {"allOf": [{"$ref": references[0]}], "nullable": True} if references else {}
 
 
 #: What a 503 of an operation that writes says beyond the database's 503.
@@ -110,10 +127,10 @@ def _operation(operation_id: str, op: Operation, *, writes: bool = False) -> dic
     if op.conditional:
         responses["304"] = {"description": STATUS_DESCRIPTIONS[304]}
     for status in op.statuses:
+        description, schema = op.error_schemas.get(status, (STATUS_DESCRIPTIONS[status], "Error"))
         responses[str(status)] = {
-            "description": STATUS_DESCRIPTIONS[status]
-            + (MAINTENANCE_503 if status == 503 and writes else ""),
-            "content": {"application/json": {"schema": "Error"}},
+            "description": description + (MAINTENANCE_503 if status == 503 and writes else ""),
+            "content": {"application/json": {"schema": schema}},
         }
     document: dict[str, Any] = {
         "operationId": operation_id,
@@ -127,7 +144,7 @@ def _operation(operation_id: str, op: Operation, *, writes: bool = False) -> dic
     }
     if op.body_schema is not None:
         document["requestBody"] = {
-            "required": True,
+            "required": op.body_required,
             "content": {"application/json": {"schema": op.body_schema}},
         }
     return document

@@ -81,6 +81,12 @@ class Operation:
     conditional: bool = False
     tag: str = "admin"
     response_headers: dict[str, str] = field(default_factory=dict)
+    #: Whether a request must carry a body (OpenAPI ``requestBody.required``; with
+    #: ``body_schema``). False where an empty body has a meaning (OFREP: an empty context).
+    body_required: bool = True
+    #: An error status whose body is not flagadmin's envelope (``Error``): ``{status:
+    #: (description, marshmallow schema)}`` (OFREP answers its failures in the protocol's shape).
+    error_schemas: dict[int, tuple[str, Any]] = field(default_factory=dict)
 
     @property
     def statuses(self) -> tuple[int, ...]:
