@@ -463,7 +463,8 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
     engines, and ``tests/test_openapi.py``'s in-process run covers PostgreSQL's answers. The
     token is a personal token of the user ``admin`` (root role Admin),
     the one kind of token with which all five operations can answer 200 (spec 5: an admin API
-    token has no user, so 4.2 answers it 403)."""
+    token has no user, so 4.2 answers it 403); the SDKs' APIs get the tokens they take (a client
+    token for the Client API, a frontend token for the Frontend API and OFREP)."""
     if engine != "sqlite":
         pytest.skip("the HTTP layer's input handling, the same on both engines (see the docstring)")
     # Given: the webhook integration configurations take any host when private addresses are
