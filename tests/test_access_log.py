@@ -6,10 +6,14 @@ from __future__ import annotations
 import gzip
 import logging
 
+import pytest
+
 from flagadmin.store import tokens
 from flagadmin.timestamps import now_rfc3339
 
 from helpers import auth
+
+pytestmark = pytest.mark.same_on_both_engines
 
 UI = "/api/admin/ui-config"
 EVENTS = "/api/admin/addons/1/events"

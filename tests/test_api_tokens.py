@@ -23,7 +23,7 @@ from flagadmin.store import schema as store_schema
 from flagadmin.timestamps import now_rfc3339
 
 from flag_helpers import assert_reference, events_since, last_event_id
-from helpers import auth
+from helpers import auth, examples
 
 TOKENS = "/api/admin/api-tokens"
 
@@ -424,7 +424,7 @@ schema = schemathesis.pytest.from_fixture("tokens_api_schema").include(path_rege
 
 
 @schema.parametrize()
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_token_routes__schemathesis_finds_nothing(case):
     case.call_and_validate(headers={"Accept-Encoding": "identity"})
 

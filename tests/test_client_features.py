@@ -23,7 +23,7 @@ from flagadmin.store import settings
 from flagadmin.tokens.changes import create_api_token
 
 from flag_helpers import assert_reference, flag_path
-from helpers import auth
+from helpers import auth, examples
 
 FEATURES = "/api/client/features"
 NEW_SPEC = {"Unleash-Client-Spec": "5.2.0"}
@@ -581,6 +581,6 @@ client_api = schemathesis.pytest.from_fixture("client_api_schema").include(
 
 
 @client_api.parametrize()
-@hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@hypothesis_settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 def test_client_api__schemathesis_finds_nothing(case):
     case.call_and_validate(headers={"Accept-Encoding": "identity"})

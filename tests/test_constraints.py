@@ -16,7 +16,7 @@ from flagadmin.refusals import Invalid
 from flagadmin.rules.constraints import LIST_OPERATORS, OPERATORS, SINGLE_VALUE_OPERATORS, normalise
 
 from flag_helpers import assert_reference, last_event_id
-from helpers import auth
+from helpers import auth, examples
 
 FLAG = "constrained"
 STRATEGIES = f"/api/admin/projects/default/features/{FLAG}/environments/production/strategies"
@@ -270,7 +270,7 @@ _constraint = st.dictionaries(
 
 
 @given(st.one_of(_json, st.lists(_constraint, max_size=4)))
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck))
 def test_normalise__any_json__the_stored_shape_or_invalid_and_nothing_else(document):
     try:
         kept = normalise(document, DEFAULT_RESOURCE_LIMITS)

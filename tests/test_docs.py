@@ -24,6 +24,8 @@ from _pytest.mark.expression import Expression
 
 from flagadmin import config
 
+pytestmark = pytest.mark.same_on_both_engines
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: A Markdown link or image: [text](target) or ![alt](target); the target up to a space or ")".

@@ -19,6 +19,8 @@ from flagadmin.web.operations import declared_operations
 from flag_helpers import VALIDATE, features_path, flag_path, revive_path
 from helpers import auth
 
+pytestmark = pytest.mark.same_on_both_engines
+
 #: marshmallow's own messages (and the start of its numbered ones): none may reach a caller.
 MARSHMALLOW = re.compile(
     r"Not a valid|Unknown field\.|Field may not be null|Missing data for required field|"

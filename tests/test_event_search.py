@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from flagadmin import events
 
 from flag_helpers import assert_reference
-from helpers import ManualClock, auth
+from helpers import ManualClock, auth, examples
 
 SEARCH = "/api/admin/search/events"
 
@@ -132,7 +132,7 @@ def test_search__pages__make_the_whole_log_in_order(client, admin_token, db, log
     assert got == expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     offset=st.integers(0, 40),
     limit=st.integers(1, 40),

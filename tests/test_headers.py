@@ -11,6 +11,8 @@ from flagadmin.config import SettingsError, settings_from_env
 
 from helpers import auth
 
+pytestmark = pytest.mark.same_on_both_engines
+
 UI = "/api/admin/ui-config"
 EVENTS = "/api/admin/addons/1/events"
 DASHBOARD = "/api/admin/personal-dashboard"

@@ -103,6 +103,7 @@ def _open_idle(port: int, count: int, *, keep_alive: bool) -> list[socket.socket
     return opened
 
 
+@pytest.mark.same_on_both_engines
 def test_serve__300_idle_keep_alive_and_100_silent_connections__health_still_answers(live_server):
     """Idle connections do not stop the server accepting (waitress's default limit was 100):
     with 300 answered keep-alive connections and 100 that sent nothing open (under the default
@@ -122,6 +123,7 @@ def test_serve__300_idle_keep_alive_and_100_silent_connections__health_still_ans
             sock.close()
 
 
+@pytest.mark.same_on_both_engines
 def test_serve__connection_limit_setting__connections_past_it_wait_until_one_closes(live_server):
     """FLAGADMIN_CONNECTION_LIMIT: past it, a new connection is not served until one closes."""
     server = live_server(env={"FLAGADMIN_CONNECTION_LIMIT": "10"})
@@ -135,6 +137,7 @@ def test_serve__connection_limit_setting__connections_past_it_wait_until_one_clo
     assert server.request("GET", "/health", timeout=10).status == 200
 
 
+@pytest.mark.same_on_both_engines
 def test_serve__idle_timeout_setting__silent_connection_closed(live_server):
     """FLAGADMIN_CONNECTION_IDLE_TIMEOUT: a connection that sends nothing is closed after it."""
     server = live_server(env={"FLAGADMIN_CONNECTION_IDLE_TIMEOUT": "1"})
@@ -145,6 +148,7 @@ def test_serve__idle_timeout_setting__silent_connection_closed(live_server):
         sock.close()
 
 
+@pytest.mark.same_on_both_engines
 def test_serving__waitress_body_limit__above_every_limit_of_the_app():
     """The app answers every 413 for the bodies it limits (admin API, SCIM), in its own words:
     waitress's own plain-text 413 comes only past all of them."""
@@ -155,6 +159,7 @@ def test_serving__waitress_body_limit__above_every_limit_of_the_app():
     assert max(MAX_BODY_BYTES, DEFAULTS["MAX_CONTENT_LENGTH"]) < serving.MAX_REQUEST_BODY_SIZE
 
 
+@pytest.mark.same_on_both_engines
 @pytest.mark.parametrize(("size", "status"), [(1536 * 1024, 401), (3 * 1024 * 1024, 413)])
 def test_serve__scim_body_between_1_and_4_mib__answered_by_scim_not_waitress(live_server, size, status):
     """A SCIM body under SCIM's 2 MiB reaches SCIM (here: 401, no token), and one over it gets

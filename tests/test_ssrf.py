@@ -20,6 +20,8 @@ from flagadmin.store import deliveries
 from helpers import auth, wait_until
 from receiver import Receiver
 
+pytestmark = pytest.mark.same_on_both_engines
+
 ADDONS = "/api/admin/addons"
 
 

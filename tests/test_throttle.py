@@ -13,6 +13,8 @@ from flagadmin.store import tokens
 
 from helpers import auth
 
+pytestmark = pytest.mark.same_on_both_engines
+
 UI = "/api/admin/ui-config"
 
 

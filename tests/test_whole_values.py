@@ -23,6 +23,8 @@ from flagadmin.config import SettingsError, settings_from_env
 from flag_helpers import features_path
 from helpers import auth
 
+pytestmark = pytest.mark.same_on_both_engines
+
 ADDONS = "/api/admin/addons"
 ADDON = "/api/admin/addons/{id}"
 #: Saved and never sent: no worker runs here, and no test delivery is asked for.
