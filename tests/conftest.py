@@ -56,10 +56,13 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """On PostgreSQL, leave out the modules marked ``same_on_both_engines``: what they test
-    (the documentation, a real server's connections, headers, throttling, the webhook address
-    guard, the access log, the words of refusals, whole-value checks) happens before or
-    beside the storage, the same on both engines, and runs on SQLite."""
+    """On PostgreSQL, leave out the modules and tests marked ``same_on_both_engines``: what
+    they test happens before or beside the storage, the same on both engines, and runs on
+    SQLite: the documentation, a real server's connections, headers, throttling, the webhook
+    address guard, the access log, the words of refusals, whole-value checks, the OpenAPI
+    document and its in-process fuzzing (the flag routes' and the API tokens' stay), the client
+    specification through the SDK and the Frontend API (the engine's evaluation), the
+    Prometheus exposition."""
     if config.getoption("--engine") != "postgresql":
         return
     kept = [item for item in items if item.get_closest_marker("same_on_both_engines") is None]

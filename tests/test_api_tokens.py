@@ -424,7 +424,7 @@ schema = schemathesis.pytest.from_fixture("tokens_api_schema").include(path_rege
 
 
 @schema.parametrize()
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_token_routes__schemathesis_finds_nothing(case):
     case.call_and_validate(headers={"Accept-Encoding": "identity"})
 

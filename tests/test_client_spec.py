@@ -41,6 +41,8 @@ from flagadmin.tokens.changes import create_api_token
 
 from helpers import LiveServer, auth, wait_until
 
+pytestmark = pytest.mark.same_on_both_engines
+
 PACKAGE = "@unleash/client-specification@6.1.0"
 
 #: The specification's files (6.1.0's index.json), each a test here.

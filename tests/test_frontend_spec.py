@@ -48,6 +48,8 @@ from flagadmin.tokens.changes import create_api_token
 
 from helpers import auth
 
+pytestmark = pytest.mark.same_on_both_engines
+
 FRONTEND = "/api/frontend"
 CALLER = "127.0.0.1"
 

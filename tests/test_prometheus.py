@@ -26,6 +26,8 @@ from flagadmin.tokens import changes
 from helpers import auth, free_port, wait_until
 from receiver import Receiver
 
+pytestmark = pytest.mark.same_on_both_engines
+
 PATH = "/internal-backstage/prometheus"
 HTTP = "http_request_duration_milliseconds"
 FEATURES = "/api/admin/projects/:projectId/features"
