@@ -605,10 +605,10 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
             "examples,coverage,fuzzing,stateful",
             "--checks",
             "all",
-            # (20 a phase and an operation: test_openapi.py's in-process run makes 60 of every
+            # (15 a phase and an operation: test_openapi.py's in-process run makes 30 of every
             # operation; this one adds a real server and the stateful phase)
             "--max-examples",
-            "20",
+            "15",
             "--seed",
             "4",
             "--request-timeout",
