@@ -64,7 +64,7 @@ schema = schemathesis.pytest.from_fixture("flags_api_schema").include(path_regex
 
 
 @schema.parametrize()
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
 def test_flag_routes__schemathesis_finds_nothing(case):
     case.call_and_validate(headers={"Accept-Encoding": "identity"})
 
@@ -117,7 +117,7 @@ def test_stateful__create_then_update_archive_revive_delete__schemathesis_finds_
     # When / Then: every step's response passes every check
     FlagLifecycle.run(
         settings=settings(
-            max_examples=examples(25),
+            max_examples=examples(20),
             stateful_step_count=8,
             deadline=None,
             suppress_health_check=list(HealthCheck),

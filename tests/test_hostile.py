@@ -605,7 +605,7 @@ def test_schemathesis_cli__all_phases_all_checks_positive_and_negative__no_failu
             "examples,coverage,fuzzing,stateful",
             "--checks",
             "all",
-            # (15 a phase and an operation: test_openapi.py's in-process run makes 30 of every
+            # (15 a phase and an operation: test_openapi.py's in-process run makes 20 of every
             # operation; this one adds a real server and the stateful phase)
             "--max-examples",
             "15",

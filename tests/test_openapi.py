@@ -274,7 +274,7 @@ schema = (
 
 
 @schema.parametrize()
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
 def test_api__schemathesis_finds_nothing(case):
     # Every check schemathesis has, on positive and negative data, with a valid admin token
     # identity: the in-process WSGI transport hands schemathesis the raw bytes, gzip undecoded
@@ -310,7 +310,7 @@ def rules_api_schema(make_app, admin_token):
 # (the filter goes on the fixture's loader: one on the schema the fixture returns is not applied,
 # and every operation of the document would be run a second time here)
 @schemathesis.pytest.from_fixture("rules_api_schema").include(path_regex=RULES_ROUTES).parametrize()
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
 def test_rules_api__schemathesis_finds_nothing(case):
     # Every other check, on positive and negative data, as above
     case.call_and_validate(headers={"Accept-Encoding": "identity"})
